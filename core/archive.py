@@ -1,0 +1,221 @@
+"""The on-disk archive: every byte removed from the context is written here first.
+
+Tool results go to `.task_outputs/tool-results/<safe id>.txt`, whole histories to
+`.transcripts/transcript_<unique>.jsonl` (one JSON message per line). Writes are atomic (temp file,
+then link/rename) and a file is never replaced by different content. Paths handed out are
+workdir-relative POSIX paths; a path read back from a marker is trusted only if it resolves to an
+existing regular file inside one of the two archive directories.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import itertools
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import aiofiles
+import aiofiles.os
+
+TRANSCRIPTS_DIR = ".transcripts"
+TOOL_RESULTS_DIR = ".task_outputs/tool-results"
+
+_SAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
+_MAX_ID_CHARS = 80
+
+
+class ArchiveError(Exception):
+    """Writing to or reading from the archive failed; the message is one line."""
+
+
+@dataclass(frozen=True)
+class ArchivedFile:
+    """A trusted archive file: its workdir-relative path, absolute path and size in bytes."""
+
+    path: str
+    absolute: Path
+    size: int
+    kind: str  # "tool-result" or "transcript"
+
+
+def _digest(text: str, length: int = 10) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:length]
+
+
+def safe_name(tool_use_id: str) -> str:
+    """A file name for a tool_use id; ids that sanitise alike get distinct names."""
+    cleaned = _SAFE_ID.sub("_", tool_use_id)[:_MAX_ID_CHARS]
+    if cleaned != tool_use_id or not cleaned:
+        cleaned = f"{cleaned or 'unknown'}-{_digest(tool_use_id, 8)}"
+    return cleaned
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error) or type(error).__name__
+    return " ".join(text.split())
+
+
+class Archive:
+    """Writes and reads the archive under `workdir`."""
+
+    def __init__(self, workdir: str | os.PathLike[str]) -> None:
+        self.workdir = Path(workdir).resolve()
+        self.transcripts_dir = self.workdir / TRANSCRIPTS_DIR
+        self.tool_results_dir = self.workdir / TOOL_RESULTS_DIR
+        self._counter = itertools.count(1)
+
+    # --- writing -------------------------------------------------------------------------------
+
+    async def save_tool_result(self, tool_use_id: str, text: str) -> str:
+        """Store a tool result's full text; returns its workdir-relative path.
+
+        Saving the same text under the same id again returns the same path.
+        """
+        base = safe_name(tool_use_id or "unknown")
+        data = text.encode("utf-8", "surrogatepass")
+        target = self.tool_results_dir / f"{base}.txt"
+        if not await self._store_new(target, data):
+            target = self.tool_results_dir / f"{base}-{_digest(text)}.txt"
+            if not await self._store_new(target, data):
+                raise ArchiveError(f"cannot archive tool result {tool_use_id!r}: name collision at {target}")
+        return self.relative(target)
+
+    async def write_transcript(self, messages: list[Any]) -> str:
+        """Store a whole history as JSONL (one message per line); returns its relative path."""
+        payload = await asyncio.to_thread(_jsonl, messages)
+        data = payload.encode("utf-8", "surrogatepass")
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        for _ in range(100):
+            name = f"transcript_{stamp}-{os.getpid()}-{next(self._counter):04d}-{_digest(payload, 8)}.jsonl"
+            target = self.transcripts_dir / name
+            if await self._store_new(target, data):
+                return self.relative(target)
+        raise ArchiveError("cannot archive transcript: no free file name")
+
+    async def _store_new(self, target: Path, data: bytes) -> bool:
+        """Write `data` to `target` atomically unless it exists.
+
+        True when `target` now holds `data` (written now or already identical), False when it
+        holds something else. Raises ArchiveError when the disk refuses.
+        """
+        if await aiofiles.os.path.exists(target):
+            return await self._holds(target, data)
+        temp = target.with_name(f".{target.name}.{os.getpid()}.{next(self._counter)}.tmp")
+        try:
+            await aiofiles.os.makedirs(target.parent, exist_ok=True)
+            async with aiofiles.open(temp, "wb") as handle:
+                await handle.write(data)
+                await handle.flush()
+                await asyncio.to_thread(os.fsync, handle.fileno())
+            try:
+                await aiofiles.os.link(temp, target)
+            except FileExistsError:
+                return await self._holds(target, data)
+            except OSError:
+                # Filesystems without hard links: rename, after the existence check above.
+                await aiofiles.os.replace(temp, target)
+        except OSError as error:
+            raise ArchiveError(f"cannot write archive file {self.relative(target)}: {_one_line(error)}") from error
+        finally:
+            with contextlib.suppress(OSError):
+                await aiofiles.os.remove(temp)
+        return True
+
+    async def _holds(self, target: Path, data: bytes) -> bool:
+        try:
+            async with aiofiles.open(target, "rb") as handle:
+                return bool(await handle.read() == data)
+        except OSError as error:
+            raise ArchiveError(f"cannot read archive file {self.relative(target)}: {_one_line(error)}") from error
+
+    # --- paths ---------------------------------------------------------------------------------
+
+    def relative(self, path: Path) -> str:
+        """The workdir-relative POSIX form of a path inside the workdir."""
+        try:
+            return PurePosixPath(path.relative_to(self.workdir)).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def resolve(self, path: str) -> ArchivedFile | None:
+        """Trust a marker's path only if it is relative and resolves inside the archive to a file.
+
+        Absolute paths, `..` tricks, symlinks leading out, missing files and anything that is not
+        a regular file give None; such a marker is shown as plain text and never opened.
+        """
+        if not isinstance(path, str) or not path or "\x00" in path or "\\" in path:
+            return None
+        pure = PurePosixPath(path)
+        if pure.is_absolute() or ".." in pure.parts:
+            return None
+        candidate = self.workdir / pure
+        try:
+            real = candidate.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return None
+        for root, kind in ((self.tool_results_dir, "tool-result"), (self.transcripts_dir, "transcript")):
+            try:
+                real_root = root.resolve(strict=True)
+            except (OSError, RuntimeError):
+                continue
+            if real.parent == real_root or real_root in real.parents:
+                try:
+                    if not real.is_file():
+                        return None
+                    size = real.stat().st_size
+                except OSError:
+                    return None
+                return ArchivedFile(path=path, absolute=real, size=size, kind=kind)
+        return None
+
+    # --- reading -------------------------------------------------------------------------------
+
+    async def read_text(self, path: str) -> str:
+        """The full text behind a trusted path (raises ArchiveError for an untrusted one)."""
+        found = self._require(path)
+        try:
+            async with aiofiles.open(found.absolute, "rb") as handle:
+                data = await handle.read()
+        except OSError as error:
+            raise ArchiveError(f"cannot read {path}: {_one_line(error)}") from error
+        return data.decode("utf-8", errors="replace")
+
+    async def read_transcript(self, path: str) -> list[Any]:
+        """The messages of a transcript, in order."""
+        text = await self.read_text(path)
+        try:
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        except ValueError as error:
+            raise ArchiveError(f"transcript {path} is not valid JSONL: {_one_line(error)}") from error
+
+    def _require(self, path: str) -> ArchivedFile:
+        found = self.resolve(path)
+        if found is None:
+            raise ArchiveError(f"refusing to open {path!r}: not a file inside the archive")
+        return found
+
+    def list_files(self) -> list[ArchivedFile]:
+        """Every archived file, newest first."""
+        found: list[tuple[float, ArchivedFile]] = []
+        for root in (self.tool_results_dir, self.transcripts_dir):
+            if not root.is_dir():
+                continue
+            for entry in root.iterdir():
+                if entry.name.startswith(".") or not entry.is_file():
+                    continue
+                archived = self.resolve(self.relative(entry))
+                if archived is not None:
+                    found.append((entry.stat().st_mtime, archived))
+        found.sort(key=lambda pair: (-pair[0], pair[1].path))
+        return [archived for _, archived in found]
+
+
+def _jsonl(messages: list[Any]) -> str:
+    return "".join(json.dumps(message, default=str, ensure_ascii=False) + "\n" for message in messages)

@@ -1,0 +1,226 @@
+"""Helpers for the history: a list of plain dicts in the Anthropic Messages API shape.
+
+Messages are treated as values: the core never mutates a message that is already in a history;
+a step that changes one builds a copy. That is what lets sizes be cached per message object.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+Message = dict[str, Any]
+Block = dict[str, Any]
+
+_LIST_BRACKETS = 2  # "[" and "]"
+_SEPARATOR = 2  # ", " between items, as json.dumps writes them
+
+
+def message_chars(message: Any) -> int:
+    """Length of one message serialised exactly as `estimate_chars` serialises it inside a list."""
+    return len(json.dumps(message, default=str, ensure_ascii=False))
+
+
+def _content_of(message: Any) -> Any:
+    return message.get("content") if isinstance(message, dict) else message
+
+
+class _MessageSizeCache:
+    """Per-message serialised lengths, keyed by object identity.
+
+    Each entry keeps a reference to its message (so the id cannot be reused while cached) and to
+    the message's content object (so `message["content"] = ...` invalidates it).
+    """
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        self._entries: dict[int, tuple[Any, Any, int]] = {}
+        self._max_entries = max_entries
+
+    def size(self, message: Any) -> int:
+        entry = self._entries.get(id(message))
+        content = _content_of(message)
+        if entry is not None and entry[0] is message and entry[1] is content:
+            return entry[2]
+        length = message_chars(message)
+        if len(self._entries) >= self._max_entries:
+            self._entries.clear()
+        self._entries[id(message)] = (message, content, length)
+        return length
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+_CACHE = _MessageSizeCache()
+
+
+def list_chars(sizes: Sequence[int] | Iterator[int], count: int) -> int:
+    """The JSON length of a list whose items serialise to `sizes`."""
+    total = sum(sizes)
+    return _LIST_BRACKETS + total + _SEPARATOR * max(count - 1, 0)
+
+
+def estimate_chars(messages: Sequence[Any]) -> int:
+    """Exactly `len(json.dumps(messages, default=str, ensure_ascii=False))`, from cached per-message sizes."""
+    size = _CACHE.size
+    return list_chars(map(size, messages), len(messages))
+
+
+class HistorySizer:
+    """`estimate_chars` for one growing history, in time proportional to what was appended.
+
+    It remembers the last list it measured; when the next list starts with the same message objects
+    (same content objects too), only the new tail is measured. Anything else falls back to the
+    per-message cache.
+    """
+
+    def __init__(self) -> None:
+        self._messages: list[Any] = []
+        self._contents: list[Any] = []
+        self._sizes: list[int] = []
+        self._total = 0
+
+    def measure(self, messages: Sequence[Any]) -> int:
+        known = len(self._messages)
+        if (
+            known
+            and len(messages) >= known
+            and all(map(operator.is_, messages, self._messages))
+            and all(map(operator.is_, map(_content_of, messages[:known]), self._contents))
+        ):
+            for message in messages[known:]:
+                self._append(message)
+        else:
+            self._messages, self._contents, self._sizes, self._total = [], [], [], 0
+            for message in messages:
+                self._append(message)
+        return _LIST_BRACKETS + self._total + _SEPARATOR * max(len(self._messages) - 1, 0)
+
+    def _append(self, message: Any) -> None:
+        length = _CACHE.size(message)
+        self._messages.append(message)
+        self._contents.append(_content_of(message))
+        self._sizes.append(length)
+        self._total += length
+
+
+# --- block and message predicates -------------------------------------------------------------
+
+
+def blocks(message: Any) -> list[Block]:
+    """The dict blocks of a message (empty for string content)."""
+    content = _content_of(message)
+    if isinstance(content, list):
+        return [block for block in content if isinstance(block, dict)]
+    return []
+
+
+def has_tool_use(message: Any) -> bool:
+    """An assistant message that calls at least one tool."""
+    return (
+        isinstance(message, dict)
+        and message.get("role") == "assistant"
+        and any(block.get("type") == "tool_use" for block in blocks(message))
+    )
+
+
+def is_tool_result(message: Any) -> bool:
+    """A user message that carries at least one tool_result block."""
+    return (
+        isinstance(message, dict)
+        and message.get("role") == "user"
+        and any(block.get("type") == "tool_result" for block in blocks(message))
+    )
+
+
+def tool_use_ids(message: Any) -> list[str]:
+    return [str(block.get("id")) for block in blocks(message) if block.get("type") == "tool_use"]
+
+
+def tool_result_ids(message: Any) -> list[str]:
+    return [
+        str(block.get("tool_use_id")) for block in blocks(message) if block.get("type") == "tool_result"
+    ]
+
+
+def result_text(content: Any) -> str:
+    """The text of a tool_result's content: a string, or the text of a list of blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for item in content:
+            if isinstance(item, dict) and item.get("type") == "text":
+                parts.append(str(item.get("text", "")))
+            elif isinstance(item, str):
+                parts.append(item)
+            else:
+                parts.append(json.dumps(item, default=str, ensure_ascii=False))
+        return "\n".join(parts)
+    if content is None:
+        return ""
+    return str(content)
+
+
+def text_of(message: Any) -> str:
+    """The plain text of a message: string content, or its text blocks joined."""
+    content = _content_of(message)
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(block.get("text", "")) for block in blocks(message) if block.get("type") == "text")
+
+
+def last_assistant_index(messages: Sequence[Any]) -> int:
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            return index
+    return -1
+
+
+def tool_result_positions(messages: Sequence[Any]) -> list[tuple[int, int]]:
+    """(message index, block index) of every tool_result, oldest first."""
+    positions = []
+    for index, message in enumerate(messages):
+        if not (isinstance(message, dict) and message.get("role") == "user"):
+            continue
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block_index, block in enumerate(content):
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                positions.append((index, block_index))
+    return positions
+
+
+def unseen_tool_result_positions(messages: Sequence[Any]) -> set[tuple[int, int]]:
+    """Tool results after the last assistant message: the model has not read them yet."""
+    last = last_assistant_index(messages)
+    return {position for position in tool_result_positions(messages) if position[0] > last}
+
+
+def pairing_problems(messages: Sequence[Any]) -> list[str]:
+    """Why this history would be refused by the API for tool pairing (empty when valid).
+
+    Every tool_use must be answered by a tool_result in the very next message, and every
+    tool_result must answer a tool_use in the message right before it.
+    """
+    problems: list[str] = []
+    for index, message in enumerate(messages):
+        uses = tool_use_ids(message) if has_tool_use(message) else []
+        if uses:
+            following = messages[index + 1] if index + 1 < len(messages) else None
+            answered = set(tool_result_ids(following)) if following is not None else set()
+            missing = [use for use in uses if use not in answered]
+            if missing:
+                problems.append(f"message {index}: tool_use {', '.join(missing)} not answered")
+        results = tool_result_ids(message)
+        if results:
+            previous = messages[index - 1] if index > 0 else None
+            asked = set(tool_use_ids(previous)) if previous is not None else set()
+            orphans = [result for result in results if result not in asked]
+            if orphans:
+                problems.append(f"message {index}: tool_result {', '.join(orphans)} has no tool_use")
+    return problems
