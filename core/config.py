@@ -36,6 +36,7 @@ class Settings:
     request_timeout: float = 120.0
     max_retries: int = 2
     retry_after_cap: float = 10.0
+    offline_chunk_delay: float = 0.0
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
 
     @property

@@ -97,6 +97,13 @@ class HistoryChanged:
 
 
 @dataclass(frozen=True)
+class Notice:
+    """Something worth telling the user that is not an error (a retry, a resumed session)."""
+
+    message: str
+
+
+@dataclass(frozen=True)
 class ErrorEvent:
     """A one-line error; the turn ends after it and the history stays API-valid."""
 
@@ -123,6 +130,7 @@ AgentEvent = (
     | CompactionStep
     | ContextMeasured
     | HistoryChanged
+    | Notice
     | ErrorEvent
     | TurnFinished
 )

@@ -224,3 +224,37 @@ def pairing_problems(messages: Sequence[Any]) -> list[str]:
             if orphans:
                 problems.append(f"message {index}: tool_result {', '.join(orphans)} has no tool_use")
     return problems
+
+
+INTERRUPTED = "[interrupted]"
+
+
+def interrupted_result(tool_use_id: str, text: str = INTERRUPTED) -> Block:
+    return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text, "is_error": True}
+
+
+def repair_pairing(messages: Sequence[Message]) -> list[Message]:
+    """Answer every unanswered tool_use with an "[interrupted]" tool_result (copies what it changes)."""
+    repaired: list[Message] = []
+    count = len(messages)
+    index = 0
+    while index < count:
+        message = messages[index]
+        repaired.append(message)
+        if has_tool_use(message):
+            uses = tool_use_ids(message)
+            following = messages[index + 1] if index + 1 < count else None
+            if following is not None and is_tool_result(following):
+                answered = set(tool_result_ids(following))
+                missing = [use for use in uses if use not in answered]
+                if missing:
+                    following = {
+                        **following,
+                        "content": [*following["content"], *(interrupted_result(use) for use in missing)],
+                    }
+                repaired.append(following)
+                index += 2
+                continue
+            repaired.append({"role": "user", "content": [interrupted_result(use) for use in uses]})
+        index += 1
+    return repaired

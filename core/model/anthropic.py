@@ -1,0 +1,273 @@
+"""The real model: the anthropic SDK's AsyncAnthropic, streaming, with our own capped retries.
+
+The SDK's own retries are switched off (max_retries=0) because it sleeps as long as a server's
+retry-after says; here the wait is capped, each retry is reported, and a stream that already
+produced text is never retried behind the user's back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+from core.model.base import (
+    SUMMARY_SYSTEM_PROMPT,
+    ModelError,
+    ModelEvent,
+    ModelResponse,
+    PromptTooLongError,
+    TextChunk,
+)
+
+if TYPE_CHECKING:
+    import anthropic
+
+RetryNotice = Callable[[str], Any]
+
+_KEEP_KEYS = {
+    "text": ("type", "text"),
+    "tool_use": ("type", "id", "name", "input"),
+    "thinking": ("type", "thinking", "signature"),
+    "redacted_thinking": ("type", "data"),
+}
+_TOO_LONG = ("prompt is too long", "prompt_too_long", "too many tokens")
+
+
+def plain_block(block: Any) -> dict[str, Any]:
+    """An SDK content block as a plain dict holding only what the API accepts back."""
+    data: dict[str, Any] = block.model_dump(mode="json") if hasattr(block, "model_dump") else dict(block)
+    keys = _KEEP_KEYS.get(str(data.get("type")))
+    if keys is None:
+        return {key: value for key, value in data.items() if value is not None}
+    return {key: data[key] for key in keys if key in data}
+
+
+def _error_details(error: Any) -> tuple[str, str]:
+    """(error type, message) from an APIStatusError's body."""
+    body = getattr(error, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        err_type = str(inner.get("type", "")) if isinstance(inner, dict) else ""
+        message = str(inner.get("message", "")) if isinstance(inner, dict) else ""
+        if message:
+            return err_type, message
+    return "", getattr(error, "message", "") or str(error)
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+class AnthropicModel:
+    """Claude through the Messages API."""
+
+    offline = False
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+        retry_after_cap: float = 10.0,
+        on_retry: RetryNotice | None = None,
+        client: anthropic.AsyncAnthropic | None = None,
+    ) -> None:
+        self.name = model
+        self.label = model
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.retry_after_cap = retry_after_cap
+        self.on_retry = on_retry
+        if client is None:
+            import anthropic  # lazy: keeps `ctxtui --version` and first paint fast
+
+            kwargs: dict[str, Any] = {"max_retries": 0, "timeout": timeout}
+            if api_key is not None:
+                kwargs["api_key"] = api_key
+            if base_url is not None:
+                kwargs["base_url"] = base_url
+            try:
+                client = anthropic.AsyncAnthropic(**kwargs)
+            except anthropic.AnthropicError as error:
+                raise ModelError(f"cannot start the Anthropic client: {_one_line(str(error))}", "auth") from error
+        self.client = client
+
+    @property
+    def base_url(self) -> str:
+        return str(self.client.base_url)
+
+    # --- streaming ------------------------------------------------------------------------------
+
+    async def stream(
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        max_tokens: int,
+    ) -> AsyncIterator[ModelEvent]:
+        attempt = 0
+        while True:
+            produced = False
+            try:
+                request: dict[str, Any] = {
+                    "model": self.name,
+                    "max_tokens": max_tokens,
+                    "system": system,
+                    "messages": messages,
+                }
+                if tools:
+                    request["tools"] = tools
+                async with self.client.messages.stream(**request) as stream:
+                    async for event in stream:
+                        fragment = getattr(event, "text", None) if event.type == "text" else None
+                        if fragment:
+                            produced = True
+                            yield TextChunk(str(fragment))
+                    final = await stream.get_final_message()
+                usage = {
+                    "input_tokens": int(getattr(final.usage, "input_tokens", 0) or 0),
+                    "output_tokens": int(getattr(final.usage, "output_tokens", 0) or 0),
+                }
+                yield ModelResponse(
+                    content=[plain_block(block) for block in final.content],
+                    stop_reason=final.stop_reason,
+                    usage=usage,
+                )
+                return
+            except Exception as error:  # mapped to ModelError below
+                if isinstance(error, asyncio.CancelledError):
+                    raise
+                mapped, delay = self._classify(error, attempt)
+                if produced or delay is None or attempt >= self.max_retries:
+                    if produced and delay is not None:
+                        raise ModelError(f"the stream broke off: {mapped}", mapped.kind) from error
+                    raise mapped from error
+                attempt += 1
+                await self._notify_retry(mapped, delay, attempt)
+                await asyncio.sleep(delay)
+
+    # --- summaries ------------------------------------------------------------------------------
+
+    async def summarize(self, conversation_text: str, focus: str | None) -> str:
+        focus_line = f"Focus the summary on: {focus}\n\n" if focus else ""
+        prompt = (
+            f"{focus_line}Summarise this coding-agent conversation (JSON of its messages; a long one "
+            "is cut in the middle). Cover: the goal, files read or changed, decisions, commands and "
+            "their outcomes, remaining work, and the user's constraints.\n\n"
+            f"<conversation>\n{conversation_text}\n</conversation>"
+        )
+        attempt = 0
+        while True:
+            try:
+                response = await self.client.messages.create(
+                    model=self.name,
+                    max_tokens=2_000,
+                    system=SUMMARY_SYSTEM_PROMPT,
+                    messages=[{"role": "user", "content": prompt}],
+                )
+                text = "\n".join(
+                    str(getattr(block, "text", "")) for block in response.content
+                    if getattr(block, "type", None) == "text"
+                ).strip()
+                if not text:
+                    raise ModelError("the summary call returned no text", "api")
+                return text
+            except ModelError:
+                raise
+            except Exception as error:
+                if isinstance(error, asyncio.CancelledError):
+                    raise
+                mapped, delay = self._classify(error, attempt)
+                if delay is None or attempt >= self.max_retries:
+                    raise mapped from error
+                attempt += 1
+                await self._notify_retry(mapped, delay, attempt)
+                await asyncio.sleep(delay)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+    # --- errors ---------------------------------------------------------------------------------
+
+    async def _notify_retry(self, error: ModelError, delay: float, attempt: int) -> None:
+        if self.on_retry is None:
+            return
+        result = self.on_retry(f"{error} — retry {attempt}/{self.max_retries} in {delay:.1f}s")
+        if asyncio.iscoroutine(result):
+            await result
+
+    def _retry_after(self, error: Any, attempt: int) -> float:
+        headers = getattr(getattr(error, "response", None), "headers", None) or {}
+        delay: float | None = None
+        try:
+            if headers.get("retry-after-ms"):
+                delay = float(headers["retry-after-ms"]) / 1000
+            elif headers.get("retry-after"):
+                delay = float(headers["retry-after"])
+        except (TypeError, ValueError):
+            delay = None
+        if delay is None or delay < 0:
+            delay = min(0.5 * 2**attempt, 8.0) * (1 - 0.25 * random.random())
+        return min(delay, self.retry_after_cap)
+
+    def _classify(self, error: BaseException, attempt: int) -> tuple[ModelError, float | None]:
+        """A one-line ModelError, and the delay before a retry (None: do not retry)."""
+        import anthropic
+
+        if isinstance(error, ModelError):
+            return error, None
+        if isinstance(error, anthropic.APITimeoutError):
+            return ModelError(f"the Anthropic API did not answer within {self.timeout:g}s (timeout)", "timeout"), (
+                self._retry_after(error, attempt)
+            )
+        if isinstance(error, anthropic.APIConnectionError):
+            cause = error.__cause__ or error.__context__
+            detail = _one_line(str(cause)) if cause else _one_line(str(error))
+            return ModelError(f"cannot reach the Anthropic API at {self.base_url}: {detail}", "connection"), (
+                self._retry_after(error, attempt)
+            )
+        if isinstance(error, anthropic.APIStatusError):
+            err_type, message = _error_details(error)
+            status = error.status_code
+            lowered = f"{err_type} {message}".lower()
+            if any(marker in lowered for marker in _TOO_LONG):
+                return PromptTooLongError(_one_line(message) or "prompt is too long"), None
+            should_retry = getattr(error.response, "headers", {}).get("x-should-retry")
+            if status == 401 or err_type == "authentication_error":
+                return ModelError(
+                    "the Anthropic API refused the API key (401): check ANTHROPIC_API_KEY", "auth"
+                ), None
+            if status == 403 or err_type == "permission_error":
+                return ModelError(f"the API key may not do this (403): {_one_line(message)}", "auth"), None
+            if status == 404 or err_type == "not_found_error":
+                return ModelError(f"not found (404): {_one_line(message)} — check --model / ANTHROPIC_MODEL",
+                                  "bad_request"), None
+            retryable = status in (408, 409, 429) or status >= 500 or err_type in (
+                "overloaded_error", "rate_limit_error", "api_error")
+            if should_retry == "false":
+                retryable = False
+            elif should_retry == "true":
+                retryable = True
+            if status == 429 or err_type == "rate_limit_error":
+                mapped = ModelError(f"rate limited by the Anthropic API (429): {_one_line(message)}", "rate_limit")
+            elif status == 529 or err_type == "overloaded_error":
+                mapped = ModelError(f"the Anthropic API is overloaded (529): {_one_line(message)}", "overloaded")
+            elif status >= 500 or err_type == "api_error":
+                mapped = ModelError(f"Anthropic API server error ({status}): {_one_line(message)}", "api")
+            elif status == 200:
+                mapped = ModelError(f"the stream reported an error ({err_type or 'error'}): {_one_line(message)}",
+                                    "api")
+            else:
+                mapped = ModelError(f"the Anthropic API refused the request ({status} {err_type}): "
+                                    f"{_one_line(message)}", "bad_request")
+            return mapped, (self._retry_after(error, attempt) if retryable else None)
+        if isinstance(error, anthropic.AnthropicError):
+            return ModelError(f"Anthropic client error: {_one_line(str(error))}", "api"), None
+        return ModelError(f"unexpected model error ({type(error).__name__}): {_one_line(str(error))}", "api"), None
