@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 from core.compaction import CompactionSettings
 
@@ -48,3 +49,36 @@ class Settings:
     def state_dir(self) -> Path:
         """Where sessions are kept (inside the workdir)."""
         return self.workdir / ".ctxtui"
+
+
+ENV_PREFIX = "CTXTUI_"
+
+
+def _convert(name: str, raw: str, current: Any) -> Any:
+    try:
+        return float(raw) if isinstance(current, float) else int(raw.replace("_", ""))
+    except ValueError as error:
+        raise ValueError(f"{name} needs a number, got {raw!r}") from error
+
+
+def compaction_settings(overrides: list[str] | None = None, environ: dict[str, str] | None = None) -> CompactionSettings:
+    """CompactionSettings from CTXTUI_<FIELD> environment variables, then `FIELD=VALUE` overrides.
+
+    Raises ValueError with a one-line message for an unknown field or a bad value.
+    """
+    environ = dict(os.environ) if environ is None else environ
+    base = CompactionSettings()
+    names = {item.name for item in fields(CompactionSettings)}
+    values: dict[str, Any] = {}
+    for name in names:
+        raw = environ.get(ENV_PREFIX + name.upper())
+        if raw:
+            values[name] = _convert(ENV_PREFIX + name.upper(), raw, getattr(base, name))
+    for item in overrides or []:
+        key, sep, raw = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in names:
+            known = ", ".join(sorted(names))
+            raise ValueError(f"--set takes FIELD=VALUE with FIELD one of: {known}")
+        values[key] = _convert(key, raw.strip(), getattr(base, key))
+    return replace(base, **values)

@@ -1,0 +1,78 @@
+"""`ctxtui --demo`: a scripted offline session that walks through every compaction step.
+
+It writes a small fake project into the workdir and returns the commands to type. With the
+default settings the session crosses 50,000 chars and fires, in this order:
+tool_result_budget and fit_tool_results (one huge batch), micro_compact (older reads over the
+limit), snip_compact (50 messages), compact_history (a pasted log that only a summary can
+shrink), and a manual `compact` with a focus at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+_MODULES = 12
+
+
+def _module_text(index: int, chars: int) -> str:
+    lines = [f'"""Module {index:02d} of the demo project: a pretend service layer."""', ""]
+    number = 0
+    while sum(len(line) + 1 for line in lines) < chars:
+        number += 1
+        lines.append(f"def handler_{index:02d}_{number:03d}(request: dict) -> dict:")
+        lines.append(f'    """Handle request kind {number} for module {index}."""')
+        lines.append(f"    return {{'status': 'ok', 'module': {index}, 'handler': {number}}}")
+        lines.append("")
+    return "\n".join(lines)[:chars] + "\n"
+
+
+def _log_text(name: str, chars: int) -> str:
+    lines = []
+    number = 0
+    while sum(len(line) + 1 for line in lines) < chars:
+        number += 1
+        level = ("INFO", "DEBUG", "WARN", "INFO", "ERROR")[number % 5]
+        lines.append(f"2026-11-30T12:{number // 60 % 60:02d}:{number % 60:02d}Z {level} {name} event={number} "
+                     f"latency_ms={(number * 37) % 900} user=u{number % 97:02d}")
+    return "\n".join(lines)[:chars] + "\n"
+
+
+def _write_files(workdir: Path) -> None:
+    (workdir / "logs").mkdir(parents=True, exist_ok=True)
+    (workdir / "src").mkdir(parents=True, exist_ok=True)
+    (workdir / "logs" / "build.log").write_text(_log_text("build", 150_000), encoding="utf-8")
+    (workdir / "logs" / "test.log").write_text(_log_text("test", 100_000), encoding="utf-8")
+    for index in range(1, _MODULES + 1):
+        (workdir / "src" / f"module_{index:02d}.py").write_text(_module_text(index, 6_000), encoding="utf-8")
+    (workdir / "README.md").write_text(
+        "# Demo project\n\nA pretend service used by `ctxtui --demo` to fill the context.\n", encoding="utf-8"
+    )
+
+
+async def build_demo_workspace(workdir: Path) -> None:
+    """Write the demo project into `workdir` (off the event loop)."""
+    await asyncio.to_thread(_write_files, workdir)
+
+
+def _incident_note() -> str:
+    """A pasted incident log: user text (and the write_file call that saves it) is not a tool result,
+    so no cheap step can shrink it and the pipeline has to summarise."""
+    return "write notes/incident.md\n# Incident 4711: pasted log\n\n" + _log_text("incident", 21_000)
+
+
+DEMO_COMMANDS: list[str] = [
+    "help",
+    "glob **/*",
+    # One batch of 150,000 + 100,000 chars: step 1 persists the larger (2,000-char preview); the
+    # smaller alone still overflows the context, so fit_tool_results persists it (1,000-char preview).
+    "read logs/build.log logs/test.log",
+    # Twelve 6,000-char reads: the context crosses 50,000 and micro_compact replaces older reads;
+    # at 50 messages snip_compact archives the middle of the conversation.
+    *[f"read src/module_{index:02d}.py" for index in range(1, _MODULES + 1)],
+    # A pasted 21,000-char log saved to a file: the paste and the write_file call cannot be shrunk
+    # by the cheap steps, so compact_history summarises the conversation.
+    _incident_note(),
+    "read README.md",
+    "compact the incident and the module reads",
+]

@@ -1,0 +1,1 @@
+"""ctxtui TUI: the Textual app that shows and steers the core."""
