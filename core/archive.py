@@ -110,6 +110,10 @@ class Archive:
         temp = target.with_name(f".{target.name}.{os.getpid()}.{next(self._counter)}.tmp")
         try:
             await aiofiles.os.makedirs(target.parent, exist_ok=True)
+            if not self._root_is_plain(target.parent):
+                raise ArchiveError(
+                    f"refusing to write {self.relative(target)}: the archive directory leads out of the workdir"
+                )
             async with aiofiles.open(temp, "wb") as handle:
                 await handle.write(data)
                 await handle.flush()
@@ -161,10 +165,9 @@ class Archive:
         except (OSError, RuntimeError):
             return None
         for root, kind in ((self.tool_results_dir, "tool-result"), (self.transcripts_dir, "transcript")):
-            try:
-                real_root = root.resolve(strict=True)
-            except (OSError, RuntimeError):
+            if not self._root_is_plain(root):
                 continue
+            real_root = root
             if real.parent == real_root or real_root in real.parents:
                 try:
                     if not real.is_file():
@@ -174,6 +177,14 @@ class Archive:
                     return None
                 return ArchivedFile(path=path, absolute=real, size=size, kind=kind)
         return None
+
+    @staticmethod
+    def _root_is_plain(root: Path) -> bool:
+        """The archive directory exists and no symlink on its way leads elsewhere."""
+        try:
+            return root.resolve(strict=True) == root
+        except (OSError, RuntimeError):
+            return False
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -191,7 +202,8 @@ class Archive:
         """The messages of a transcript, in order."""
         text = await self.read_text(path)
         try:
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
+            # Only "\n" ends a record: JSON written with ensure_ascii=False may hold U+2028 and friends.
+            return [json.loads(line) for line in text.split("\n") if line.strip()]
         except ValueError as error:
             raise ArchiveError(f"transcript {path} is not valid JSONL: {_one_line(error)}") from error
 

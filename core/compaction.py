@@ -161,7 +161,7 @@ class Compactor:
         """
         settings = self.settings
         if not messages or not is_tool_result(messages[-1]):
-            return list(messages)
+            return _unchanged(messages)
         index = len(messages) - 1
         content = messages[index]["content"]
         sizes = {
@@ -171,7 +171,7 @@ class Compactor:
         }
         total = sum(sizes.values())
         if total <= settings.tool_result_batch_char_limit:
-            return list(messages)
+            return _unchanged(messages)
         before = self.estimate_chars(messages)
         editor = _Editor(messages, before)
         for block_index in sorted(sizes, key=lambda position: sizes[position], reverse=True):
@@ -187,7 +187,7 @@ class Compactor:
             editor.files.append(path)
             total += len(replacement) - sizes[block_index]
         if not editor.changed:
-            return list(messages)
+            return _unchanged(messages)
         await self._emit("tool_result_budget", before, editor.chars, len(editor.changed), editor.files,
                          f"{len(editor.files)} large result(s) persisted")
         return editor.messages
@@ -205,7 +205,7 @@ class Compactor:
         settings = self.settings
         count = len(messages)
         if count < settings.snip_trigger_messages:
-            return list(messages)
+            return _unchanged(messages)
         head_end = settings.snip_keep_head
         tail_start = count - (settings.snip_target_messages - head_end - 1)
         if has_tool_use(messages[head_end - 1]):
@@ -218,7 +218,7 @@ class Compactor:
         ):
             tail_start -= 1
         if head_end >= tail_start:
-            return list(messages)
+            return _unchanged(messages)
         before = self.estimate_chars(messages)
         transcript = await self._write_transcript(messages)
         archived = tail_start - head_end
@@ -262,7 +262,7 @@ class Compactor:
                 editor.files.append(path)
             editor.set_block_content(index, block_index, placeholder(path))
         if not editor.changed:
-            return list(messages)
+            return _unchanged(messages)
         await self._emit("micro_compact", before, editor.chars, len(editor.changed), editor.files,
                          "older read results replaced by placeholders")
         return editor.messages
@@ -307,7 +307,7 @@ class Compactor:
                 continue
             editor.set_block_content(*position, replacement)
         if not editor.changed:
-            return list(messages)
+            return _unchanged(messages)
         await self._emit("fit_tool_results", before, editor.chars, len(editor.changed), editor.files,
                          "unseen results persisted with short previews")
         return editor.messages
@@ -365,7 +365,8 @@ class Compactor:
         steps before it (None when nothing succeeded).
         """
         settings = self.settings
-        result = await self._step(self.tool_result_budget(messages), None)
+        original = messages
+        result = await self._step(self.tool_result_budget(list(messages)), None)
         before_snip = result
         result = await self._step(self.snip_compact(result), result)
         if result is not before_snip and not _request_visible(result, active_request):
@@ -377,7 +378,7 @@ class Compactor:
                 result = await self._step(self.fit_tool_results(result, target), result)
             if self.estimate_chars(result) > settings.context_char_limit:
                 result = await self._step(self.compact_history(result, active_request), result)
-        return result
+        return list(result) if result is original else result
 
     @staticmethod
     async def _step(step: Awaitable[list[Message]], partial: list[Message] | None) -> list[Message]:
@@ -421,6 +422,11 @@ class Compactor:
         if not isinstance(summary, str) or not summary.strip():
             raise CompactionError("summary failed, history left as it was: the summary was empty")
         return summary
+
+
+def _unchanged(messages: Sequence[Message]) -> list[Message]:
+    """A step that changed nothing hands back its input itself (a copy only if it was not a list)."""
+    return messages if isinstance(messages, list) else list(messages)
 
 
 def conversation_text(messages: Sequence[Message], limit: int = 80_000) -> str:

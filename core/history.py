@@ -27,26 +27,56 @@ def _content_of(message: Any) -> Any:
     return message.get("content") if isinstance(message, dict) else message
 
 
-class _MessageSizeCache:
-    """Per-message serialised lengths, keyed by object identity.
+def _flatten(value: Any, out: list[Any]) -> None:
+    """Append a flat, exact description of `value`'s JSON shape and leaves to `out`.
 
-    Each entry keeps a reference to its message (so the id cannot be reused while cached) and to
-    the message's content object (so `message["content"] = ...` invalidates it).
+    Two values with equal flat descriptions serialise to the same JSON, so comparing descriptions
+    tells whether a cached length is still right even after in-place edits of nested blocks.
+    """
+    kind = type(value)
+    if kind is str:
+        out.append(value)
+    elif kind is dict:
+        out.append(len(value))
+        for key, item in value.items():
+            out.append(key)
+            _flatten(item, out)
+    elif kind is list:
+        out.append(-1 - len(value))
+        for item in value:
+            _flatten(item, out)
+    else:
+        out.append(kind)
+        out.append(value)
+
+
+def _signature(message: Any) -> tuple[Any, ...]:
+    out: list[Any] = []
+    _flatten(message, out)
+    return tuple(out)
+
+
+class _MessageSizeCache:
+    """Per-message serialised lengths, keyed by object identity and checked against a signature.
+
+    Each entry keeps the message (so its id cannot be reused while cached) and a flat signature
+    of its content; a message edited in place no longer matches and is measured again. Checking
+    a signature costs about a third of serialising the message.
     """
 
     def __init__(self, max_entries: int = 100_000) -> None:
-        self._entries: dict[int, tuple[Any, Any, int]] = {}
+        self._entries: dict[int, tuple[Any, tuple[Any, ...], int]] = {}
         self._max_entries = max_entries
 
     def size(self, message: Any) -> int:
         entry = self._entries.get(id(message))
-        content = _content_of(message)
-        if entry is not None and entry[0] is message and entry[1] is content:
+        signature = _signature(message)
+        if entry is not None and entry[0] is message and entry[1] == signature:
             return entry[2]
         length = message_chars(message)
         if len(self._entries) >= self._max_entries:
             self._entries.clear()
-        self._entries[id(message)] = (message, content, length)
+        self._entries[id(message)] = (message, signature, length)
         return length
 
     def clear(self) -> None:
@@ -69,18 +99,20 @@ def estimate_chars(messages: Sequence[Any]) -> int:
 
 
 class HistorySizer:
-    """`estimate_chars` for one growing history, in time proportional to what was appended.
+    """`estimate_chars` for one growing history, in time proportional to what changed.
 
-    It remembers the last list it measured; when the next list starts with the same message objects
-    (same content objects too), only the new tail is measured. Anything else falls back to the
-    per-message cache.
+    It remembers the last list it measured. When the next list starts with the same message
+    objects (with the same content objects), the known prefix is trusted, except its newest
+    `recheck` messages, which are checked again (the place where in-place edits happen); only the
+    new tail is measured. Anything else falls back to the checked per-message cache.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, recheck: int = 4) -> None:
         self._messages: list[Any] = []
         self._contents: list[Any] = []
         self._sizes: list[int] = []
         self._total = 0
+        self._recheck = recheck
 
     def measure(self, messages: Sequence[Any]) -> int:
         known = len(self._messages)
@@ -90,6 +122,10 @@ class HistorySizer:
             and all(map(operator.is_, messages, self._messages))
             and all(map(operator.is_, map(_content_of, messages[:known]), self._contents))
         ):
+            for index in range(max(known - self._recheck, 0), known):
+                size = _CACHE.size(messages[index])
+                self._total += size - self._sizes[index]
+                self._sizes[index] = size
             for message in messages[known:]:
                 self._append(message)
         else:

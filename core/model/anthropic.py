@@ -56,6 +56,17 @@ def _error_details(error: Any) -> tuple[str, str]:
     return "", getattr(error, "message", "") or str(error)
 
 
+def _transport_kind(error: BaseException) -> str | None:
+    """"timeout" or "connection" for the HTTP library's own errors, which the SDK lets through
+    unwrapped while a stream is being read (a dropped connection, a stalled read)."""
+    for cls in type(error).__mro__:
+        if cls.__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2"):
+            if any("Timeout" in base.__name__ for base in type(error).__mro__):
+                return "timeout"
+            return "connection"
+    return None
+
+
 def _one_line(text: str, limit: int = 300) -> str:
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
@@ -268,6 +279,13 @@ class AnthropicModel:
                 mapped = ModelError(f"the Anthropic API refused the request ({status} {err_type}): "
                                     f"{_one_line(message)}", "bad_request")
             return mapped, (self._retry_after(error, attempt) if retryable else None)
+        transport = _transport_kind(error)
+        if transport == "timeout":
+            return ModelError(f"the Anthropic API stopped sending for {self.timeout:g}s (read timeout)",
+                              "timeout"), self._retry_after(error, attempt)
+        if transport == "connection":
+            return ModelError(f"the connection to the Anthropic API broke: {_one_line(str(error)) or type(error).__name__}",
+                              "connection"), self._retry_after(error, attempt)
         if isinstance(error, anthropic.AnthropicError):
             return ModelError(f"Anthropic client error: {_one_line(str(error))}", "api"), None
         return ModelError(f"unexpected model error ({type(error).__name__}): {_one_line(str(error))}", "api"), None

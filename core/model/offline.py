@@ -29,8 +29,6 @@ from core.model.base import ModelEvent, ModelResponse, PromptTooLongError, TextC
 
 __all__ = ["OfflineModel", "extractive_summary"]
 
-API_KEY_HINT = "set ANTHROPIC_API_KEY to use a real model"
-
 HELP_TEXT = (
     "This is the offline model (no API key): it understands a few commands and runs the real tools.\n"
     "\n"
@@ -607,8 +605,8 @@ def _recover_objects(text: str) -> list[dict[str, Any]]:
     return found
 
 
-def _fit(items: list[str], budget: int, *, keep_first: bool) -> tuple[list[str], int]:
-    """As many items as fit in `budget` chars, preferring the newest (and the first, if asked).
+def _fit(items: list[str], budget: int, *, keep_first: bool, max_items: int = 12) -> tuple[list[str], int]:
+    """Up to `max_items` items that fit in `budget` chars, preferring the newest (and the first, if asked).
 
     Returns the chosen items in their original order and how many were left out.
     """
@@ -619,7 +617,7 @@ def _fit(items: list[str], budget: int, *, keep_first: bool) -> tuple[list[str],
     chosen: set[int] = set()
     used = 0
     for index in order:
-        if used + cost[index] > budget:
+        if used + cost[index] > budget or len(chosen) >= max_items:
             break
         chosen.add(index)
         used += cost[index]
@@ -632,7 +630,7 @@ def _section(title: str, items: list[str], budget: int, *, keep_first: bool = Fa
     kept, left_out = _fit(items, budget, keep_first=keep_first)
     lines = [title, *(f"- {item}" for item in kept)]
     if left_out:
-        lines.append(f"- ... and {left_out} more")
+        lines.append(f"- ({left_out} more not shown)")
     return lines
 
 
