@@ -36,6 +36,7 @@ GLOB_SKIPPED_DIRS = frozenset(
 
 # After the shell exits, how long to keep reading output that background children still write.
 _DRAIN_GRACE_SECONDS = 0.5
+_OUTPUT_POLL_SECONDS = 0.1
 _READ_CHUNK_BYTES = 64 * 1024
 _UTF8_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 
@@ -154,7 +155,7 @@ def _optional_positive_number(tool_input: dict[str, Any], key: str) -> float | N
 
 def _utf8_char_count(data: bytes | bytearray) -> int:
     """Characters in UTF-8 `data` (every byte that does not continue a multi-byte sequence)."""
-    return len(data) - len(bytes(data).translate(None, _UTF8_CONTINUATION_BYTES))
+    return len(bytes(data).translate(None, _UTF8_CONTINUATION_BYTES))
 
 
 def _clip_middle(text: str, limit: int) -> str:
@@ -200,7 +201,9 @@ class _BoundedOutput:
     def text(self) -> str:
         """The decoded output (invalid UTF-8 replaced), clipped to `char_limit` chars."""
         if self._dropped_chars == 0:
-            return _clip_middle(bytes(self._head + self._tail).decode("utf-8", errors="replace"), self._char_limit)
+            return _clip_middle(
+                bytes(self._head + self._tail).decode("utf-8", errors="replace"), self._char_limit
+            )
         tail = bytes(self._tail).lstrip(_UTF8_CONTINUATION_BYTES)  # the rest of a char cut in two
         head_text = self._head.decode("utf-8", errors="replace")
         tail_text = tail.decode("utf-8", errors="replace")
@@ -354,7 +357,10 @@ class ToolBox:
                 "input_schema": {
                     "type": "object",
                     "properties": {
-                        "path": {"type": "string", "description": "File path relative to the workspace root."},
+                        "path": {
+                            "type": "string",
+                            "description": "File path relative to the workspace root.",
+                        },
                         "offset": {
                             "type": "integer",
                             "minimum": 1,
@@ -379,7 +385,10 @@ class ToolBox:
                 "input_schema": {
                     "type": "object",
                     "properties": {
-                        "path": {"type": "string", "description": "File path relative to the workspace root."},
+                        "path": {
+                            "type": "string",
+                            "description": "File path relative to the workspace root.",
+                        },
                         "content": {"type": "string", "description": "The complete new file content."},
                     },
                     "required": ["path", "content"],
@@ -397,7 +406,10 @@ class ToolBox:
                 "input_schema": {
                     "type": "object",
                     "properties": {
-                        "path": {"type": "string", "description": "File path relative to the workspace root."},
+                        "path": {
+                            "type": "string",
+                            "description": "File path relative to the workspace root.",
+                        },
                         "old_text": {"type": "string", "description": "The exact text to replace."},
                         "new_text": {"type": "string", "description": "The text to put in its place."},
                     },
@@ -416,7 +428,10 @@ class ToolBox:
                 "input_schema": {
                     "type": "object",
                     "properties": {
-                        "pattern": {"type": "string", "description": "Glob pattern relative to the workspace root."},
+                        "pattern": {
+                            "type": "string",
+                            "description": "Glob pattern relative to the workspace root.",
+                        },
                     },
                     "required": ["pattern"],
                 },
@@ -490,26 +505,12 @@ class ToolBox:
         output = _BoundedOutput(self.output_limit)
         assert process.stdout is not None
         pump = asyncio.create_task(self._pump(process.stdout, output))
-        timed_out = False
-        stopped_background = False
         try:
-            try:
-                await asyncio.wait_for(process.wait(), timeout)
-            except TimeoutError:
-                timed_out = True
-                _kill_group(process.pid)
-                await process.wait()
-            await asyncio.wait({pump}, timeout=_DRAIN_GRACE_SECONDS)
-            if not pump.done():
-                # Children left in the background still hold the output pipe open.
-                stopped_background = True
-                _kill_group(process.pid)
-                await asyncio.wait({pump}, timeout=_DRAIN_GRACE_SECONDS)
+            timed_out, stopped_background = await self._supervise(process, pump, timeout)
         except BaseException:
-            if process.returncode is None:
+            # Cancelled: nothing the command started may outlive the call.
+            if process.returncode is None or not pump.done():
                 _kill_group(process.pid)
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(process.wait(), 2.0)
             raise
         finally:
             if not pump.done():
@@ -526,7 +527,8 @@ class ToolBox:
         if stopped_background:
             text += "[background processes still holding the output were stopped]\n"
         code = process.returncode
-        assert code is not None
+        if code is None:
+            return ToolOutput(f"{text}[exit code unknown]", is_error=True)
         if code < 0:
             try:
                 signal_name = signal.Signals(-code).name
@@ -534,6 +536,37 @@ class ToolBox:
                 signal_name = f"signal {-code}"
             return ToolOutput(f"{text}[exit code {code}: killed by {signal_name}]", is_error=True)
         return ToolOutput(f"{text}[exit code {code}]", is_error=code != 0)
+
+    @staticmethod
+    async def _supervise(
+        process: asyncio.subprocess.Process, pump: asyncio.Task[None], time_limit: float
+    ) -> tuple[bool, bool]:
+        """Wait for the command and its output, killing its process group on timeout or when
+        background children keep the output open after the shell exits.
+
+        Returns (timed_out, stopped_background). Process.wait() only returns once the output pipe
+        closes, so the exit code and the end of output are watched separately.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + time_limit
+        while not pump.done() and process.returncode is None and loop.time() < deadline:
+            await asyncio.wait({pump}, timeout=min(_OUTPUT_POLL_SECONDS, deadline - loop.time()))
+        if pump.done():
+            await _wait_for_exit(process, deadline - loop.time())
+        elif process.returncode is not None:
+            await asyncio.wait({pump}, timeout=_DRAIN_GRACE_SECONDS)
+            if pump.done():
+                return False, False
+            _kill_group(process.pid)
+            await asyncio.wait({pump}, timeout=_DRAIN_GRACE_SECONDS)
+            return False, True
+        if process.returncode is not None:
+            return False, False
+        _kill_group(process.pid)
+        await asyncio.wait({pump}, timeout=_DRAIN_GRACE_SECONDS)
+        if pump.done():
+            await _wait_for_exit(process, 2.0)
+        return True, False
 
     @staticmethod
     async def _pump(stream: asyncio.StreamReader, output: _BoundedOutput) -> None:
@@ -563,7 +596,9 @@ class ToolBox:
         async with aiofiles.open(path, "rb") as handle:
             data: bytes = await handle.read(self.read_byte_limit + 1)
         if len(data) > self.read_byte_limit:  # it grew after the size check
-            raise _ToolError(f"{self.workspace.relative(path)} is larger than the {self.read_byte_limit}-byte limit.")
+            raise _ToolError(
+                f"{self.workspace.relative(path)} is larger than the {self.read_byte_limit}-byte limit."
+            )
         return data
 
     async def _read_file(self, tool_input: dict[str, Any]) -> ToolOutput:
@@ -690,7 +725,9 @@ class ToolBox:
         if "\x00" in pattern:
             raise _ToolError(f"Pattern {pattern!r} contains a NUL byte.")
         if os.path.isabs(pattern):
-            raise _ToolError(f"Absolute pattern {pattern!r} is not allowed; use a pattern relative to the workspace root.")
+            raise _ToolError(
+                f"Absolute pattern {pattern!r} is not allowed; use a pattern relative to the workspace root."
+            )
         segments = [segment for segment in pattern.split("/") if segment not in ("", ".")]
         if ".." in segments:
             raise _ToolError(f"Pattern {pattern!r} contains '..'; glob only searches inside the workspace.")
@@ -745,6 +782,19 @@ class ToolBox:
     async def _compact(self, tool_input: dict[str, Any]) -> ToolOutput:
         _optional_str(tool_input, "focus")
         return ToolOutput(COMPACT_TOOL_OUTPUT)
+
+
+async def _wait_for_exit(process: asyncio.subprocess.Process, seconds: float) -> None:
+    """Wait up to `seconds` for the shell to exit. Only call this once the output pipe has closed:
+    Process.wait() waits for the pipes too."""
+    if process.returncode is not None:
+        return
+    waiter = asyncio.ensure_future(process.wait())
+    try:
+        await asyncio.wait({waiter}, timeout=max(seconds, 0.0))
+    finally:
+        if not waiter.done():
+            waiter.cancel()
 
 
 def _kill_group(pid: int) -> None:
