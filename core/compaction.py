@@ -98,6 +98,31 @@ class CompactionError(Exception):
         self.partial = partial
 
 
+def _json_len(value: Any) -> int:
+    return len(json.dumps(value, default=str, ensure_ascii=False))
+
+
+@dataclass
+class _Replacement:
+    """One planned replacement of a tool_result's content (the file is saved before it is applied)."""
+
+    index: int
+    block_index: int
+    block: dict[str, Any]
+    text: str | None
+    path: str | None
+    preview: str = ""
+
+    @property
+    def tool_use_id(self) -> str:
+        return str(self.block.get("tool_use_id") or "unknown")
+
+    @property
+    def saved_path(self) -> str:
+        assert self.path is not None, "replacement applied before its file was saved"
+        return self.path
+
+
 class _Editor:
     """Copy-on-write edits of a history: a message is copied the first time one of its blocks changes."""
 
@@ -114,9 +139,14 @@ class _Editor:
     def set_block_content(self, index: int, block_index: int, content: str) -> None:
         old = self.messages[index]
         new_blocks = list(old["content"])
-        new_blocks[block_index] = {**new_blocks[block_index], "content": content}
+        old_block = new_blocks[block_index]
+        new_blocks[block_index] = {**old_block, "content": content}
         new = {**old, "content": new_blocks}
-        self.chars += message_chars(new) - message_chars(old)
+        if "content" in old_block:
+            # Replacing one value changes the JSON by exactly the difference of the two values.
+            self.chars += _json_len(content) - _json_len(old_block["content"])
+        else:
+            self.chars += message_chars(new) - message_chars(old)
         self.messages[index] = new
         self.changed.add(index)
 
@@ -236,19 +266,21 @@ class Compactor:
         The newest `keep_recent_results` read results, results of `micro_min_chars` or fewer and
         unseen results (after the last assistant message) are never touched. Older ones, oldest
         first, are saved and replaced by `[Earlier tool result saved at PATH]` until the history
-        is at most `target_chars`.
+        is at most `target_chars`. A result that already is a <persisted-output> block keeps the
+        file it points to.
         """
         settings = self.settings
         before = self.estimate_chars(messages)
-        editor = _Editor(messages, before)
         unseen = unseen_tool_result_positions(messages)
         consumed = [position for position in tool_result_positions(messages) if position not in unseen]
         keep = settings.keep_recent_results
         candidates = consumed[:-keep] if keep > 0 else consumed
+        plan: list[_Replacement] = []
+        projected = before
         for index, block_index in candidates:
-            if editor.chars <= target_chars:
+            if projected <= target_chars:
                 break
-            block = editor.block(index, block_index)
+            block = messages[index]["content"][block_index]
             content = block.get("content", "")
             text = result_text(content)
             if len(text) <= settings.micro_min_chars:
@@ -256,15 +288,18 @@ class Compactor:
             marker = parse_marker(content)
             if marker is not None and marker.kind == "placeholder":
                 continue
-            path = self._trusted_persisted_path(content)
-            if path is None:
-                path = await self._save_result(block, text)
-                editor.files.append(path)
-            editor.set_block_content(index, block_index, placeholder(path))
-        if not editor.changed:
+            item = _Replacement(index, block_index, block, text, self._trusted_persisted_path(content))
+            expected = item.path or self.archive.expected_tool_result_path(item.tool_use_id)
+            projected += _json_len(placeholder(expected)) - _json_len(content)
+            plan.append(item)
+        if not plan:
             return _unchanged(messages)
-        await self._emit("micro_compact", before, editor.chars, len(editor.changed), editor.files,
-                         "older read results replaced by placeholders")
+        files = await self._save_planned(plan)
+        editor = _Editor(messages, before)
+        for item in plan:
+            editor.set_block_content(item.index, item.block_index, placeholder(item.saved_path))
+        await self._emit("micro_compact", before, editor.chars, len(editor.changed), files,
+                         f"{len(plan)} older read result(s) replaced by placeholders")
         return editor.messages
 
     async def fit_tool_results(self, messages: Sequence[Message], target_chars: int) -> list[Message]:
@@ -277,39 +312,41 @@ class Compactor:
         """
         settings = self.settings
         before = self.estimate_chars(messages)
-        editor = _Editor(messages, before)
         unseen = sorted(unseen_tool_result_positions(messages))
-        sizes = {
-            position: len(result_text(editor.block(*position).get("content", ""))) for position in unseen
-        }
+        contents = {position: messages[position[0]]["content"][position[1]].get("content", "") for position in unseen}
+        sizes = {position: _json_len(content) for position, content in contents.items()}
+        plan: list[_Replacement] = []
+        projected = before
         for position in sorted(unseen, key=lambda item: sizes[item], reverse=True):
-            if editor.chars <= target_chars:
+            if projected <= target_chars:
                 break
-            block = editor.block(*position)
-            content = block.get("content", "")
+            block = messages[position[0]]["content"][position[1]]
+            content = contents[position]
             marker = parse_marker(content)
             path = self._trusted_persisted_path(content)
             if path is not None and marker is not None and marker.preview is not None:
-                text = marker.preview
+                item = _Replacement(*position, block, None, path, marker.preview[: settings.fit_preview_chars])
             elif marker is not None and marker.kind == "placeholder":
                 continue
             else:
                 text = result_text(content)
-                path = None
-            replacement_preview = text[: settings.fit_preview_chars]
-            if path is None:
                 if len(text) <= settings.fit_preview_chars:
                     continue
-                path = await self._save_result(block, text)
-                editor.files.append(path)
-            replacement = persisted_output(path, replacement_preview)
-            if len(replacement) >= sizes[position]:
+                item = _Replacement(*position, block, text, None, text[: settings.fit_preview_chars])
+            expected = item.path or self.archive.expected_tool_result_path(item.tool_use_id)
+            replacement_size = _json_len(persisted_output(expected, item.preview))
+            if replacement_size >= sizes[position]:
                 continue
-            editor.set_block_content(*position, replacement)
-        if not editor.changed:
+            projected += replacement_size - sizes[position]
+            plan.append(item)
+        if not plan:
             return _unchanged(messages)
-        await self._emit("fit_tool_results", before, editor.chars, len(editor.changed), editor.files,
-                         "unseen results persisted with short previews")
+        files = await self._save_planned(plan)
+        editor = _Editor(messages, before)
+        for item in plan:
+            editor.set_block_content(item.index, item.block_index, persisted_output(item.saved_path, item.preview))
+        await self._emit("fit_tool_results", before, editor.chars, len(editor.changed), files,
+                         f"{len(plan)} unseen result(s) persisted with short previews")
         return editor.messages
 
     # --- step 4 --------------------------------------------------------------------------------
@@ -388,6 +425,20 @@ class Compactor:
             raise CompactionError(str(error), partial) from error
 
     # --- helpers -------------------------------------------------------------------------------
+
+    async def _save_planned(self, plan: list[_Replacement]) -> list[str]:
+        """Save every planned result that has no file yet, in one batch; returns the new files.
+
+        Nothing is replaced before all saves succeeded.
+        """
+        pending = [item for item in plan if item.path is None]
+        try:
+            paths = await self.archive.save_tool_results([(item.tool_use_id, item.text or "") for item in pending])
+        except ArchiveError as error:
+            raise CompactionError(f"compaction stopped, nothing replaced: {error}") from error
+        for item, path in zip(pending, paths, strict=True):
+            item.path = path
+        return paths
 
     async def _save_result(self, block: dict[str, Any], text: str) -> str:
         try:

@@ -18,23 +18,31 @@ _MODULES = 12
 def _module_text(index: int, chars: int) -> str:
     lines = [f'"""Module {index:02d} of the demo project: a pretend service layer."""', ""]
     number = 0
-    while sum(len(line) + 1 for line in lines) < chars:
+    size = sum(len(line) + 1 for line in lines)
+    while size < chars:
         number += 1
-        lines.append(f"def handler_{index:02d}_{number:03d}(request: dict) -> dict:")
-        lines.append(f'    """Handle request kind {number} for module {index}."""')
-        lines.append(f"    return {{'status': 'ok', 'module': {index}, 'handler': {number}}}")
-        lines.append("")
+        block = [
+            f"def handler_{index:02d}_{number:03d}(request: dict) -> dict:",
+            f'    """Handle request kind {number} for module {index}."""',
+            f"    return {{'status': 'ok', 'module': {index}, 'handler': {number}}}",
+            "",
+        ]
+        lines.extend(block)
+        size += sum(len(line) + 1 for line in block)
     return "\n".join(lines)[:chars] + "\n"
 
 
 def _log_text(name: str, chars: int) -> str:
-    lines = []
+    lines: list[str] = []
     number = 0
-    while sum(len(line) + 1 for line in lines) < chars:
+    size = 0
+    while size < chars:
         number += 1
         level = ("INFO", "DEBUG", "WARN", "INFO", "ERROR")[number % 5]
-        lines.append(f"2026-11-30T12:{number // 60 % 60:02d}:{number % 60:02d}Z {level} {name} event={number} "
-                     f"latency_ms={(number * 37) % 900} user=u{number % 97:02d}")
+        line = (f"2026-11-30T12:{number // 60 % 60:02d}:{number % 60:02d}Z {level} {name} event={number} "
+                f"latency_ms={(number * 37) % 900} user=u{number % 97:02d}")
+        lines.append(line)
+        size += len(line) + 1
     return "\n".join(lines)[:chars] + "\n"
 
 

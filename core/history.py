@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import operator
+from itertools import repeat
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -120,7 +121,7 @@ class HistorySizer:
             known
             and len(messages) >= known
             and all(map(operator.is_, messages, self._messages))
-            and all(map(operator.is_, map(_content_of, messages[:known]), self._contents))
+            and self._same_contents(messages, known)
         ):
             for index in range(max(known - self._recheck, 0), known):
                 size = _CACHE.size(messages[index])
@@ -133,6 +134,14 @@ class HistorySizer:
             for message in messages:
                 self._append(message)
         return _LIST_BRACKETS + self._total + _SEPARATOR * max(len(self._messages) - 1, 0)
+
+    def _same_contents(self, messages: Sequence[Any], known: int) -> bool:
+        """Every known message still holds the same content object (checked at C speed)."""
+        try:
+            contents = map(dict.get, messages[:known], repeat("content"))
+            return all(map(operator.is_, contents, self._contents))
+        except TypeError:  # not all dicts
+            return all(map(operator.is_, map(_content_of, messages[:known]), self._contents))
 
     def _append(self, message: Any) -> None:
         length = _CACHE.size(message)

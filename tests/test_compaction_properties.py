@@ -1,0 +1,397 @@
+"""Property tests: generated agent sessions run through `Compactor.prepare` after every turn.
+
+A session starts from a user request; each turn the assistant calls 1..4 tools, their results (of
+sizes around every threshold, in random unicode with emoji and CJK) come back in one user message,
+and sometimes the assistant answers and the user asks something new. After every prepare:
+
+1. every tool_use is answered in the very next message and no tool_result is orphaned;
+2. the current request is visible;
+3. every marker path exists, is workdir-relative POSIX, and its file holds exactly the replaced text;
+4. every message that left the context is in a transcript that reloads to plain messages;
+5. the history is within the char limit;
+6. the input list is unchanged;
+and, from the seed: unseen results (after the last assistant message) are never micro-compacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import datetime
+import json
+import re
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.archive import Archive
+from core.compaction import CompactionSettings, Compactor
+from core.history import estimate_chars
+
+Message = dict[str, Any]
+
+SIZES = (0, 1, 119, 120, 121, 500, 2_000, 30_000, 30_001, 60_000, 150_000)
+SMALL_SIZES = (0, 1, 119, 120, 121, 500, 2_000)
+
+PERSISTED_RE = re.compile(
+    r"\A<persisted-output>\nFull output: (?P<path>[^\n]+)\nPreview:\n(?P<preview>.*)\n</persisted-output>\Z",
+    re.DOTALL,
+)
+PLACEHOLDER_RE = re.compile(r"\A\[Earlier tool result saved at (?P<path>[^\n\]]+)\]\Z")
+SNIP_RE = re.compile(r"\A\[(?P<count>\d+) messages archived at (?P<path>[^\n\]]+)\]\Z")
+SUMMARY_RE = re.compile(r"\A\[(?:Compacted|Reactive compact)\]\n\nCurrent user request:\n", re.DOTALL)
+TRANSCRIPT_PATH_RE = re.compile(r"\A\.transcripts/transcript_[^/]+\.jsonl\Z")
+TOOL_RESULT_PATH_RE = re.compile(r"\A\.task_outputs/tool-results/[^/]+\.txt\Z")
+
+HYPOTHESIS_SETTINGS = settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+# --- strategies ------------------------------------------------------------------------------------
+
+SPICE = list('汉字中文压缩测试😀🎉🙂👍🏽\n\t"\\é\u2028\x85 ')
+characters = st.one_of(st.characters(codec="utf-8"), st.sampled_from(SPICE))
+seed_strings = st.text(alphabet=characters, min_size=1, max_size=6)
+requests = st.text(alphabet=characters, min_size=1, max_size=60).map(lambda text: "request: " + text)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One tool batch; then, when `new_request` is set, the user asks something new.
+
+    With `reply` the assistant answers first; without it the new request follows the tool results
+    directly (two user messages in a row), which shifts where the snip cut points land.
+    """
+
+    results: tuple[tuple[int, str], ...]
+    note: str | None
+    reply: str | None
+    new_request: str | None
+
+
+@st.composite
+def turns(draw: st.DrawFn, sizes: st.SearchStrategy[int]) -> Turn:
+    count = draw(st.integers(1, 4))
+    results = tuple((draw(sizes), draw(seed_strings)) for _ in range(count))
+    note = draw(st.none() | st.text(alphabet=characters, max_size=30))
+    new_request = draw(st.none() | st.none() | requests)
+    reply = None
+    if new_request is not None:
+        reply = draw(st.none() | st.text(alphabet=characters, max_size=40))
+    return Turn(results, note, reply, new_request)
+
+
+def sized_text(seed: str, size: int) -> str:
+    return (seed * (size // len(seed) + 1))[:size]
+
+
+def chars(messages: list[Any]) -> int:
+    return len(json.dumps(messages, default=str, ensure_ascii=False))
+
+
+async def fake_summarize(conversation_text: str, focus: str | None) -> str:
+    return f"Summary of {len(conversation_text)} chars of conversation; focus: {focus}."
+
+
+# --- the checker -------------------------------------------------------------------------------------
+
+
+def blocks_of(message: Message) -> list[dict[str, Any]]:
+    content = message.get("content")
+    return [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
+
+
+def check_pairs(messages: list[Message]) -> None:
+    for index, message in enumerate(messages):
+        uses = [b["id"] for b in blocks_of(message) if b.get("type") == "tool_use"]
+        if uses:
+            assert message["role"] == "assistant"
+            assert index + 1 < len(messages), f"tool_use {uses} at the end is unanswered"
+            following = messages[index + 1]
+            assert following["role"] == "user"
+            answered = {b.get("tool_use_id") for b in blocks_of(following) if b.get("type") == "tool_result"}
+            assert set(uses) <= answered, f"message {index}: {set(uses) - answered} unanswered"
+        results = [b.get("tool_use_id") for b in blocks_of(message) if b.get("type") == "tool_result"]
+        if results:
+            assert message["role"] == "user"
+            assert index > 0, "a tool_result opens the history"
+            previous = messages[index - 1]
+            asked = {b.get("id") for b in blocks_of(previous) if b.get("type") == "tool_use"}
+            assert previous["role"] == "assistant" and set(results) <= asked, (
+                f"message {index}: orphan {results}"
+            )
+
+
+def check_unseen_not_micro_compacted(messages: list[Message]) -> None:
+    last_assistant = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1)
+    for message in messages[last_assistant + 1 :]:
+        for block in blocks_of(message):
+            if block.get("type") == "tool_result":
+                value = block.get("content")
+                assert not (isinstance(value, str) and PLACEHOLDER_RE.match(value)), (
+                    f"unseen {block['tool_use_id']}"
+                )
+
+
+def check_request(messages: list[Message], request: str) -> None:
+    marker = "Current user request:\n" + request
+    assert any(
+        message["role"] == "user"
+        and isinstance(message["content"], str)
+        and (message["content"] == request or marker in message["content"])
+        for message in messages
+    ), f"request {request!r} is not visible"
+
+
+class Checker:
+    """Remembers every original tool result and every transcript seen so far in one session."""
+
+    def __init__(self, workdir: Path, settings: CompactionSettings) -> None:
+        self.workdir = workdir
+        self.settings = settings
+        self.originals: dict[str, str] = {}
+        self.verified: set[tuple[str, str]] = set()
+        self.transcripts: dict[str, list[Message]] = {}
+        self.archived_keys: set[str] = set()
+
+    # files
+
+    def read_exact(self, path: str) -> str:
+        assert "\\" not in path, path
+        pure = PurePosixPath(path)
+        assert not pure.is_absolute() and ".." not in pure.parts, path
+        target = self.workdir / path
+        assert target.is_file(), f"{path} does not exist"
+        assert self.workdir.resolve() in target.resolve().parents, path
+        return target.read_bytes().decode("utf-8")
+
+    def check_saved(self, path: str, tool_use_id: str) -> None:
+        if (path, tool_use_id) in self.verified:
+            return
+        assert TOOL_RESULT_PATH_RE.match(path), path
+        assert self.read_exact(path) == self.originals[tool_use_id], f"{path} differs from {tool_use_id}"
+        self.verified.add((path, tool_use_id))
+
+    def load_transcript(self, path: str) -> list[Message]:
+        if path not in self.transcripts:
+            assert TRANSCRIPT_PATH_RE.match(path), path
+            text = self.read_exact(path)
+            assert text == "" or text.endswith("\n")
+            messages = [json.loads(line) for line in text.split("\n")[:-1]]
+            for message in messages:
+                assert isinstance(message, dict) and message.get("role") in ("user", "assistant")
+                assert isinstance(message.get("content"), str | list)
+            self.transcripts[path] = messages
+            self.check_markers(messages)
+            self.archived_keys.update(self.key(message) for message in messages)
+        return self.transcripts[path]
+
+    def load_new_transcripts(self) -> None:
+        folder = self.workdir / ".transcripts"
+        if folder.is_dir():
+            for entry in sorted(folder.iterdir()):
+                if entry.suffix == ".jsonl" and not entry.name.startswith("."):
+                    self.load_transcript(f".transcripts/{entry.name}")
+
+    # markers
+
+    def check_markers(self, messages: list[Message]) -> None:
+        largest_preview = max(self.settings.persisted_preview_chars, self.settings.fit_preview_chars)
+        for message in messages:
+            content = message["content"]
+            if isinstance(content, str):
+                if match := SNIP_RE.match(content):
+                    self.load_transcript(match["path"])
+                elif SUMMARY_RE.match(content):
+                    self.load_transcript(content.rsplit("\n\nFull transcript: ", 1)[1])
+                continue
+            for block in blocks_of(message):
+                if block.get("type") != "tool_result":
+                    continue
+                tool_use_id = block["tool_use_id"]
+                original = self.originals[tool_use_id]
+                value = block.get("content")
+                if value == original:
+                    continue
+                assert isinstance(value, str), value
+                if match := PLACEHOLDER_RE.match(value):
+                    self.check_saved(match["path"], tool_use_id)
+                elif match := PERSISTED_RE.match(value):
+                    self.check_saved(match["path"], tool_use_id)
+                    preview = match["preview"]
+                    assert original.startswith(preview) and len(preview) <= largest_preview
+                else:
+                    raise AssertionError(f"{tool_use_id} changed without a marker: {value[:200]!r}")
+
+    # whole messages
+
+    def key(self, message: Message) -> str:
+        """A message with every tool result put back to its original text."""
+        content = message.get("content")
+        if isinstance(content, list):
+            content = [
+                {**block, "content": self.originals.get(str(block.get("tool_use_id")), block.get("content"))}
+                if isinstance(block, dict) and block.get("type") == "tool_result"
+                else block
+                for block in content
+            ]
+        return json.dumps({**message, "content": content}, sort_keys=True, ensure_ascii=False, default=str)
+
+    async def prepare(self, compactor: Compactor, messages: list[Message], request: str) -> list[Message]:
+        snapshot = copy.deepcopy(messages)
+        result = await compactor.prepare(messages, request)
+        assert messages == snapshot, "prepare mutated its input"  # (6)
+        check_pairs(result)  # (1)
+        check_request(result, request)  # (2)
+        check_unseen_not_micro_compacted(result)
+        self.check_markers(result)  # (3)
+        self.load_new_transcripts()
+        kept = Counter(self.key(message) for message in result)
+        for index, message in enumerate(messages):  # (4)
+            key = self.key(message)
+            if kept[key] > 0:
+                kept[key] -= 1
+            else:
+                assert key in self.archived_keys, f"message {index} left the context without a transcript"
+        assert chars(result) <= self.settings.context_char_limit, chars(result)  # (5)
+        assert estimate_chars(result) == chars(result)
+        return result
+
+
+async def run_session(session: list[Turn], first_request: str, compaction: CompactionSettings) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        compactor = Compactor(Archive(workdir), summarize=fake_summarize, settings=compaction)
+        checker = Checker(workdir, compaction)
+        request = first_request
+        messages: list[Message] = [{"role": "user", "content": request}]
+        counter = 0
+        for turn in session:
+            messages = await checker.prepare(compactor, messages, request)
+            uses: list[dict[str, Any]] = []
+            results: list[dict[str, Any]] = []
+            for size, seed in turn.results:
+                counter += 1
+                tool_use_id = f"toolu_{counter:04d}"
+                text = sized_text(seed, size)
+                checker.originals[tool_use_id] = text
+                uses.append(
+                    {"type": "tool_use", "id": tool_use_id, "name": "read_file", "input": {"path": seed}}
+                )
+                results.append({"type": "tool_result", "tool_use_id": tool_use_id, "content": text})
+            content = ([{"type": "text", "text": turn.note}] if turn.note else []) + uses
+            messages = [
+                *messages,
+                {"role": "assistant", "content": content},
+                {"role": "user", "content": results},
+            ]
+            if turn.new_request is not None:
+                if turn.reply is not None:
+                    reply = [{"type": "text", "text": turn.reply or "done"}]
+                    messages = [*messages, {"role": "assistant", "content": reply}]
+                messages = [*messages, {"role": "user", "content": turn.new_request}]
+                request = turn.new_request
+        await checker.prepare(compactor, messages, request)
+
+
+@HYPOTHESIS_SETTINGS
+@given(session=st.lists(turns(st.sampled_from(SIZES)), min_size=1, max_size=8), first_request=requests)
+def test_sessions_with_default_settings(session: list[Turn], first_request: str) -> None:
+    asyncio.run(run_session(session, first_request, CompactionSettings()))
+
+
+@HYPOTHESIS_SETTINGS
+@given(
+    session=st.lists(
+        turns(st.one_of(st.sampled_from(SMALL_SIZES), st.sampled_from(SMALL_SIZES), st.sampled_from(SIZES))),
+        min_size=4,
+        max_size=14,
+    ),
+    first_request=requests,
+    limit=st.sampled_from([50_000, 150_000, 400_000]),
+    keep_head=st.sampled_from([2, 3]),
+)
+def test_sessions_with_small_snip_settings(
+    session: list[Turn], first_request: str, limit: int, keep_head: int
+) -> None:
+    """Snip fires every few turns here, so pair protection and the re-added request get exercised."""
+    compaction = CompactionSettings(
+        context_char_limit=limit, snip_trigger_messages=12, snip_target_messages=8, snip_keep_head=keep_head
+    )
+    asyncio.run(run_session(session, first_request, compaction))
+
+
+# --- estimate_chars ---------------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(alphabet=characters)
+    | st.dates(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+messages_lists = st.lists(
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["user", "assistant"]), "content": json_values},
+        optional={"extra": json_values},
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(messages=messages_lists)
+def test_estimate_chars_is_the_json_length(messages: list[Message]) -> None:
+    expected = len(json.dumps(messages, default=str, ensure_ascii=False))
+    assert estimate_chars(messages) == expected
+    assert estimate_chars(messages) == expected  # again, from the cache
+
+
+@settings(max_examples=100, deadline=None)
+@given(messages=messages_lists, more=messages_lists, new_content=json_values)
+def test_estimate_chars_on_shared_and_growing_lists(
+    messages: list[Message], more: list[Message], new_content: Any
+) -> None:
+    estimate_chars(messages)
+    grown = [*messages, *more]
+    assert estimate_chars(grown) == chars(grown)
+    reordered = list(reversed(grown))
+    assert estimate_chars(reordered) == chars(reordered)
+    if grown:
+        grown[0] = {**grown[0], "content": new_content}
+        assert estimate_chars(grown) == chars(grown)
+        grown[-1]["content"] = new_content
+        assert estimate_chars(grown) == chars(grown)
+
+
+def test_estimate_chars_after_in_place_edits_of_nested_content() -> None:
+    """The contract says exactly the JSON length; editing a block in place must not leave it stale."""
+    message: Message = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}],
+    }
+    messages = [message]
+    assert estimate_chars(messages) == chars(messages)
+    message["content"].append({"type": "text", "text": "appended later"})
+    assert estimate_chars(messages) == chars(messages)
+    message["content"][0]["content"] = "y" * 1000
+    assert estimate_chars(messages) == chars(messages)
+    message["cache_control"] = {"type": "ephemeral"}
+    assert estimate_chars(messages) == chars(messages)
+
+
+def test_estimate_chars_handles_non_json_values_with_str() -> None:
+    messages = [{"role": "user", "content": [datetime.date(2024, 1, 2), Path("a/b"), ("t", 1)]}]
+    assert estimate_chars(messages) == chars(messages)
