@@ -1,0 +1,201 @@
+"""The `ctxtui` command, run as a subprocess: version, headless mode, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fakeapi import FakeAnthropicServer, error_reply, text_reply, tool_reply
+
+CTXTUI = Path(sys.executable).with_name("ctxtui")
+STEP_LINE = re.compile(
+    r"^\[(?P<step>[a-z_]+)\] (?P<before>[\d,]+) -> (?P<after>[\d,]+) chars, "
+    r"(?P<affected>\d+) message\(s\) affected, files: (?P<files>.+)$"
+)
+
+
+def command() -> list[str]:
+    return [str(CTXTUI)] if CTXTUI.exists() else [sys.executable, "-m", "tui.cli"]
+
+
+def env_without_key(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXTUI_"))}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(extra)
+    return env
+
+
+def ctxtui(*args: str, env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*command(), *args], env=env if env is not None else env_without_key(),
+        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+    )
+
+
+def api_env(server: FakeAnthropicServer, key: str = "test-key-not-real") -> dict[str, str]:
+    return env_without_key(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY=key)
+
+
+# --------------------------------------------------------------------------- startup
+
+
+def test_version() -> None:
+    result = ctxtui("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ctxtui 0.1.0"
+
+
+def test_cli_import_and_version_do_not_load_textual_or_anthropic() -> None:
+    code = (
+        "import sys, contextlib, io\n"
+        "import tui.cli\n"
+        "print('textual' in sys.modules, 'anthropic' in sys.modules)\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    try:\n"
+        "        tui.cli.main(['--version'])\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print(out.getvalue().strip())\n"
+        "print('textual' in sys.modules, 'anthropic' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], env=env_without_key(), capture_output=True,
+                            text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["False False", "ctxtui 0.1.0", "False False"]
+
+
+# --------------------------------------------------------------------------- offline
+
+
+def test_headless_offline_reads_a_file(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("hello from a.txt\nsecond line\n", encoding="utf-8")
+    result = ctxtui("-p", "read a.txt", "--offline", "--workdir", str(tmp_path),
+                    env=env_without_key(ANTHROPIC_API_KEY="sk-would-not-work", ANTHROPIC_BASE_URL="http://127.0.0.1:9"))
+    assert result.returncode == 0, result.stderr
+    assert "a.txt" in result.stdout and "hello from a.txt" in result.stdout
+    assert result.stderr == ""
+
+
+def test_headless_without_a_key_is_offline(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("offline line\n", encoding="utf-8")
+    result = ctxtui("-p", "read a.txt", "--workdir", str(tmp_path),
+                    env=env_without_key(ANTHROPIC_BASE_URL="http://127.0.0.1:9"))
+    assert result.returncode == 0, result.stderr
+    assert "offline line" in result.stdout
+
+
+def test_headless_offline_bash_denied_unless_yes(tmp_path: Path) -> None:
+    denied = ctxtui("-p", "run touch made.txt", "--workdir", str(tmp_path))
+    assert denied.returncode == 0, denied.stderr
+    assert not (tmp_path / "made.txt").exists()
+    assert "denied" in denied.stdout.lower()
+    allowed = ctxtui("-p", "run touch made.txt", "--workdir", str(tmp_path), "--yes")
+    assert allowed.returncode == 0, allowed.stderr
+    assert (tmp_path / "made.txt").exists()
+
+
+# --------------------------------------------------------------------------- against the fake API
+
+
+def test_headless_prints_the_final_text(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("alpha\n", encoding="utf-8")
+    final = "The file says alpha.\nThat is all."
+    fake_api.script(tool_reply([("toolu_1", "read_file", {"path": "a.txt"})], text="Reading."),
+                    text_reply(final))
+    result = ctxtui("-p", "what is in a.txt?", "--workdir", str(tmp_path), "--model", "claude-cli-test",
+                    env=api_env(fake_api))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == final + "\n"
+    assert result.stderr == ""
+    bodies = fake_api.message_requests()
+    assert len(bodies) == 2
+    assert bodies[0]["model"] == "claude-cli-test"
+    assert bodies[0]["messages"] == [{"role": "user", "content": "what is in a.txt?"}]
+    results = bodies[1]["messages"][2]["content"]
+    assert results[0]["tool_use_id"] == "toolu_1" and results[0]["content"] == "alpha\n"
+
+
+def test_headless_prints_one_stderr_line_per_compaction_step(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_text("".join(f"big {n:05d} ".ljust(99, "b") + "\n" for n in range(80)))
+    (tmp_path / "mid.txt").write_text("".join(f"mid {n:05d} ".ljust(99, "m") + "\n" for n in range(70)))
+    fake_api.script(
+        tool_reply([("toolu_big", "read_file", {"path": "big.txt"}), ("toolu_mid", "read_file", {"path": "mid.txt"})]),
+        text_reply("Read both."),
+    )
+    result = ctxtui(
+        "-p", "read both", "--workdir", str(tmp_path),
+        "--set", "context_char_limit=5000",
+        "--set", "tool_result_batch_char_limit=10000",
+        "--set", "large_result_char_limit=5000",
+        env=api_env(fake_api),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Read both.\n"
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2, result.stderr
+    parsed = [STEP_LINE.match(line) for line in lines]
+    assert all(parsed), lines
+    assert [match["step"] for match in parsed if match] == ["tool_result_budget", "fit_tool_results"]
+    for match in parsed:
+        assert match is not None
+        before = int(match["before"].replace(",", ""))
+        after = int(match["after"].replace(",", ""))
+        assert after < before
+        assert match["files"].startswith(".task_outputs/tool-results/")
+        assert (tmp_path / match["files"]).is_file()
+    # what the model got after the steps is within the limit set on the command line
+    sent = fake_api.message_requests()[1]["messages"]
+    assert len(json.dumps(sent, ensure_ascii=False)) <= 5000
+
+
+def test_headless_401_exits_1_with_one_line(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    fake_api.script(error_reply(401, "authentication_error", "invalid x-api-key"))
+    result = ctxtui("-p", "hello", "--workdir", str(tmp_path), env=api_env(fake_api, key="sk-bad"))
+    assert result.returncode == 1
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "ANTHROPIC_API_KEY" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_headless_unreachable_api_exits_1(tmp_path: Path) -> None:
+    env = env_without_key(ANTHROPIC_BASE_URL="http://127.0.0.1:9", ANTHROPIC_API_KEY="sk-x")
+    result = ctxtui("-p", "hello", "--workdir", str(tmp_path), env=env)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+
+
+# --------------------------------------------------------------------------- usage errors
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--bogus-flag"], id="unknown-flag"),
+        pytest.param(["-p", ""], id="empty-prompt"),
+        pytest.param(["-p", "   "], id="blank-prompt"),
+        pytest.param(["-p"], id="missing-prompt"),
+        pytest.param(["-p", "hi", "--workdir", "/nonexistent/ctxtui-test-dir"], id="missing-workdir"),
+        pytest.param(["-p", "hi", "--set", "no_such_field=1"], id="unknown-set-field"),
+        pytest.param(["-p", "hi", "--set", "context_char_limit=lots"], id="bad-set-value"),
+        pytest.param(["-p", "hi", "--set", "context_char_limit"], id="set-without-value"),
+        pytest.param(["-p", "hi", "--set", "micro_target_ratio=5"], id="set-out-of-range"),
+    ],
+)
+def test_usage_errors_exit_2(args: list[str], tmp_path: Path) -> None:
+    if "--workdir" not in args:
+        args = [*args, "--workdir", str(tmp_path)]
+    result = ctxtui(*args, env=env_without_key(ANTHROPIC_BASE_URL="http://127.0.0.1:9"))
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert "error" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / ".ctxtui").exists()
