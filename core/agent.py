@@ -79,6 +79,7 @@ class Agent:
         self.last_input_tokens: int | None = None
         self.running = False
         self._pending: list[AgentEvent] = []
+        self._reported_session_error: str | None = None
         compactor.on_event = self._on_compaction
         if hasattr(model, "on_retry"):
             model.on_retry = self._on_retry
@@ -153,6 +154,9 @@ class Agent:
         self._pending.append(Notice(f"retrying: {message}"))
 
     def _drain(self) -> list[AgentEvent]:
+        if self.session is not None and self.session.error and self.session.error != self._reported_session_error:
+            self._reported_session_error = self.session.error
+            self._pending.append(Notice(f"{self.session.error} (kept in memory, retried on the next write)"))
         events, self._pending = self._pending, []
         if self.session is not None:
             for event in events:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import operator
-from itertools import repeat
 from collections.abc import Iterator, Sequence
+from itertools import repeat
 from typing import Any
 
 Message = dict[str, Any]
