@@ -178,12 +178,14 @@ class Agent:
         )
 
     def new_session(self) -> None:
-        """Forget the history (archives and old session files stay on disk)."""
+        """Forget the history and start a new session file (archives and old sessions stay on disk)."""
         self._messages = []
         self.last_request = ""
         self.last_input_tokens = None
         if self.session is not None:
+            old = self.session
             self.session = SessionLog.create(self.settings.state_dir, {"model": self.model.name})
+            old.close_soon()
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -286,7 +288,9 @@ class Agent:
                     assert isinstance(tool_input, dict)
                     yield ToolCallStarted(str(block.get("id")), name, tool_input)
                     started = time.monotonic()
+                    waited = self.toolbox.permission_wait
                     output = await self.toolbox.run(name, tool_input)
+                    started += self.toolbox.permission_wait - waited  # time asking the user is not run time
                     if name == "compact" and output.content == COMPACT_TOOL_OUTPUT:
                         compact_requested = True
                         focus = tool_input.get("focus")

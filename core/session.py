@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ class SessionLog:
     @classmethod
     def create(cls, state_dir: Path, meta: dict[str, Any]) -> SessionLog:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        path = state_dir / SESSIONS_DIR / f"session_{stamp}-{os.getpid()}.jsonl"
+        path = state_dir / SESSIONS_DIR / f"session_{stamp}-{os.getpid()}-{secrets.token_hex(3)}.jsonl"
         log = cls(path)
         log.record({"type": "meta", "created": time.time(), **meta})
         return log
@@ -103,6 +104,11 @@ class SessionLog:
                 await asyncio.shield(self._writer)
         if self._queue:
             await self._write_loop()
+
+    def close_soon(self) -> None:
+        """Close from synchronous code: what is queued is still written, nothing after it."""
+        self._closed = True
+        self._ensure_writer()
 
     async def close(self) -> None:
         await self.flush()

@@ -14,6 +14,7 @@ import secrets
 import shutil
 import signal
 import stat
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -297,6 +298,7 @@ class ToolBox:
     ) -> None:
         self.workspace = workspace
         self.permission: PermissionCallback | None = permission
+        self.permission_wait = 0.0  # seconds spent waiting for the user's consent, summed
         self.bash_timeout = bash_timeout
         self.output_limit = output_limit
         self.read_line_limit = read_line_limit
@@ -490,7 +492,12 @@ class ToolBox:
         if not command.strip():
             raise _ToolError("Input field 'command' must not be empty.")
         timeout = _optional_positive_number(tool_input, "timeout") or self.bash_timeout
-        if self.permission is None or not await self.permission("bash", tool_input):
+        asked = time.monotonic()
+        try:
+            allowed = self.permission is not None and await self.permission("bash", tool_input)
+        finally:
+            self.permission_wait += time.monotonic() - asked
+        if not allowed:
             return ToolOutput(PERMISSION_DENIED, is_error=True)
 
         process = await asyncio.create_subprocess_shell(

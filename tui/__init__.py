@@ -1,1 +1,1 @@
-"""ctxtui TUI: the Textual app that shows and steers the core."""
+"""The Textual user interface of ctxtui: chat on the left, context inspector on the right."""

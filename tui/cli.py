@@ -94,7 +94,14 @@ def _print_err(line: str) -> None:
 async def run_headless(settings: Any, prompt: str, verbose: bool = False) -> int:
     """One turn to completion; returns the exit code."""
     from core.agent import Agent
-    from core.events import CompactionStep, ErrorEvent, Notice, ToolCallFinished, ToolCallStarted, TurnFinished
+    from core.events import (
+        CompactionStep,
+        ErrorEvent,
+        Notice,
+        ToolCallFinished,
+        ToolCallStarted,
+        TurnFinished,
+    )
     from core.model.base import ModelError
 
     try:

@@ -1,0 +1,1 @@
+"""Modal screens: permission, archive viewer, archive list, compact focus prompt."""

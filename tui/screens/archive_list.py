@@ -1,0 +1,78 @@
+"""ArchiveListScreen: every file in the archive, newest first; Enter opens one."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from core.archive import ArchivedFile
+from tui.format import plural, size_bytes
+
+
+class ArchiveListScreen(ModalScreen[None]):
+    """Lists `agent.archive.list_files()`; selecting one posts `Open` to the app."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", id="archive_list.close")]
+
+    @dataclass
+    class Open(Message):
+        file: ArchivedFile
+
+    def __init__(self, files: list[ArchivedFile]) -> None:
+        super().__init__()
+        self.files = files
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="archive-list-dialog", classes="dialog"):
+            transcripts = sum(1 for item in self.files if item.kind == "transcript")
+            results = len(self.files) - transcripts
+            yield Static(
+                Content.assemble(
+                    ("Archive", "bold"),
+                    (f"  {plural(results, 'tool result')} · {plural(transcripts, 'transcript')}", "dim"),
+                ),
+                classes="dialog--title",
+            )
+            if self.files:
+                yield OptionList(*(self._option(index, item) for index, item in enumerate(self.files)), id="archive-files")
+            else:
+                yield Static(
+                    Content("Nothing archived yet: compaction writes here before it removes anything."),
+                    classes="dialog--text",
+                )
+            yield Static(Content("enter open · esc close"), classes="dialog--hint")
+
+    @staticmethod
+    def _option(index: int, item: ArchivedFile) -> Option:
+        try:
+            stamp = time.strftime("%H:%M:%S", time.localtime(item.absolute.stat().st_mtime))
+        except OSError:
+            stamp = "--:--:--"
+        icon = "Σ" if item.kind == "transcript" else "↩"
+        prompt = Content.assemble(
+            (f"{icon} ", "bold"),
+            (f"{stamp}  ", "dim"),
+            (f"{size_bytes(item.size):>9}  ", "dim"),
+            item.path,
+        )
+        return Option(prompt, id=str(index))
+
+    @on(OptionList.OptionSelected)
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        index = int(event.option.id or 0)
+        self.app.post_message(self.Open(self.files[index]))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,233 @@
+"""The chat: a scrolling transcript of block widgets, a turn indicator and the prompt.
+
+The transcript is anchored once and never scrolled per chunk. Old block widgets are pruned beyond
+`max_blocks`; the history itself lives in the agent, so nothing is lost (the inspector shows it).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.timer import Timer
+from textual.widget import Widget
+from textual.widgets import Markdown
+from textual.widgets.markdown import MarkdownStream
+
+from core.events import CompactionStep
+from tui.format import duration
+from tui.widgets.chat_blocks import AssistantBlock, CompactionNotice, ErrorLine, NoticeLine, UserBlock
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.line import Line
+from tui.widgets.tool_block import ToolBlock
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class Transcript(VerticalScroll, can_focus=False):
+    """The scrolling column of chat blocks."""
+
+    DEFAULT_CSS = """
+    Transcript {
+        layout: stream;
+        height: 1fr;
+        padding: 0 1 1 1;
+        scrollbar-size-vertical: 1;
+    }
+    """
+
+
+class TurnIndicator(Line):
+    """'⠹ working… 3.2 s · esc to cancel' while a turn runs; hidden otherwise."""
+
+    DEFAULT_CSS = """
+    TurnIndicator {
+        height: 1;
+        padding: 0 2;
+        color: $text-warning;
+        display: none;
+        &.-active { display: block; }
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._started = 0.0
+        self._label = "working"
+        self._timer: Timer | None = None
+        self._frame = 0
+
+    def start(self, label: str = "working") -> None:
+        self._started = time.monotonic()
+        self._label = label
+        self.add_class("-active")
+        if self._timer is None:
+            self._timer = self.set_interval(0.1, self._tick)
+        else:
+            self._timer.resume()
+        self._tick()
+
+    def set_label(self, label: str) -> None:
+        self._label = label
+        self._tick()
+
+    def stop(self) -> None:
+        self.remove_class("-active")
+        if self._timer is not None:
+            self._timer.pause()
+
+    def _tick(self) -> None:
+        self._frame = (self._frame + 1) % len(SPINNER)
+        elapsed = duration(time.monotonic() - self._started)
+        self.set(
+            Content.assemble(
+                (SPINNER[self._frame] + " ", "bold"),
+                f"{self._label}… {elapsed}",
+                ("  · esc to cancel", "dim"),
+            )
+        )
+
+
+class ChatPane(Vertical):
+    """Transcript + indicator + prompt. The app calls the `add_*` methods, one per core event."""
+
+    DEFAULT_CSS = """
+    ChatPane {
+        height: 1fr;
+        width: 1fr;
+    }
+    """
+
+    max_blocks = 200
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.transcript = Transcript(id="transcript")
+        self.indicator = TurnIndicator()
+        self.input = ChatInput(id="prompt")
+        self._assistant: AssistantBlock | None = None
+        self._stream: MarkdownStream | None = None
+        self._streamed = False
+        self.tools: dict[str, ToolBlock] = {}
+        self.pruned = 0
+
+    def compose(self) -> ComposeResult:
+        yield self.transcript
+        yield self.indicator
+        yield self.input
+
+    def on_mount(self) -> None:
+        self.transcript.anchor()
+
+    # --- blocks --------------------------------------------------------------------------------
+
+    async def _add(self, widget: Widget) -> None:
+        if not self.transcript.is_attached or self.app.return_code is not None:
+            return  # the app is shutting down
+        await self.transcript.mount(widget)
+        self._prune()
+
+    def _prune(self) -> None:
+        children = list(self.transcript.children)
+        excess = len(children) - self.max_blocks
+        if excess <= 0:
+            return
+        doomed = [child for child in children[:excess] if child is not self._assistant]
+        for widget in doomed:
+            if isinstance(widget, ToolBlock):
+                self.tools.pop(widget.tool_use_id, None)
+        self.pruned += len(doomed)
+        self.transcript.remove_children(doomed)
+
+    async def add_user(self, text: str) -> None:
+        await self.end_assistant()
+        await self._add(UserBlock(text))
+        self.transcript.anchor()
+
+    async def add_text(self, fragment: str) -> None:
+        """Stream a fragment of assistant text into the current Markdown block (made on demand)."""
+        if self._stream is None:
+            self._assistant = AssistantBlock()
+            await self._add(self._assistant)
+            self._stream = Markdown.get_stream(self._assistant)
+        self._streamed = True
+        await self._stream.write(fragment)
+
+    async def end_assistant(self, content: list[dict[str, Any]] | None = None) -> None:
+        """The assistant message is complete: stop the stream (or show text that was never streamed)."""
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            await stream.stop()
+        elif content is not None and not self._streamed:
+            text = "\n\n".join(
+                str(block.get("text", "")) for block in content if block.get("type") == "text"
+            ).strip()
+            if text:
+                await self._add(AssistantBlock(text))
+        self._assistant = None
+        self._streamed = False
+
+    async def add_tool(self, tool_use_id: str, name: str, tool_input: dict[str, Any]) -> ToolBlock:
+        await self.end_assistant()
+        block = ToolBlock(tool_use_id, name, tool_input)
+        self.tools[tool_use_id] = block
+        await self._add(block)
+        return block
+
+    async def finish_tool(
+        self, tool_use_id: str, name: str, tool_input: dict[str, Any], output: str, chars: int,
+        seconds: float, is_error: bool,
+    ) -> None:
+        block = self.tools.get(tool_use_id)
+        if block is None:
+            block = await self.add_tool(tool_use_id, name, tool_input)
+        block.finish(output, chars, seconds, is_error)
+
+    async def add_compaction(self, step: CompactionStep) -> None:
+        await self._add(CompactionNotice(step))
+
+    async def add_welcome(self, markdown: str) -> None:
+        await self._add(AssistantBlock(markdown, classes="welcome"))
+
+    async def add_notice(self, text: str, *, icon: str = "ℹ", warning: bool = False) -> None:
+        await self._add(NoticeLine(text, icon=icon, warning=warning))
+
+    async def add_error(self, message: str, kind: str = "error") -> None:
+        await self.end_assistant()
+        await self._add(ErrorLine(message, kind))
+
+    async def cancelled(self) -> None:
+        """The turn was cancelled: close the stream, mark running tools, say so."""
+        block = self._assistant
+        await self.end_assistant()
+        if block is not None:
+            block.add_class("-cancelled")
+        for tool in self.tools.values():
+            tool.interrupt()
+        await self._add(NoticeLine("[cancelled]", icon="■", warning=True))
+
+    async def clear(self) -> None:
+        await self.end_assistant()
+        self.tools.clear()
+        self.pruned = 0
+        await self.transcript.remove_children()
+
+    def toggle_tools(self) -> None:
+        """Expand every tool block, or collapse them all if any is expanded."""
+        blocks = list(self.transcript.query(ToolBlock))
+        expand = not any(block.expanded for block in blocks)
+        for block in blocks:
+            block.expanded = expand
+
+    # --- prompt --------------------------------------------------------------------------------
+
+    @on(ChatInput.Page)
+    def _page(self, event: ChatInput.Page) -> None:
+        if event.direction < 0:
+            self.transcript.scroll_page_up()
+        else:
+            self.transcript.scroll_page_down()

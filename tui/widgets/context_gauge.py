@@ -1,0 +1,359 @@
+"""ContextGauge: how full the model's context is, against the limit, and what compaction last did.
+
+The figure is `core.history.estimate_chars` of the agent's history (from ContextMeasured events and
+`agent.chars`), never a re-serialisation here. Repaints are throttled to ~10/s; `flush()` paints
+the exact current value at once (the app calls it when a turn ends).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.reactive import reactive
+from textual.timer import Timer
+from textual.widget import Widget
+
+from core.events import CompactionStep, ContextMeasured
+from tui.format import count, short_count
+
+PIPELINE = (
+    ("tool_result_budget", "budget"),
+    ("snip_compact", "snip"),
+    ("micro_compact", "micro"),
+    ("fit_tool_results", "fit"),
+    ("compact_history", "summary"),
+    ("reactive_compact", "reactive"),
+)
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+THROTTLE_SECONDS = 0.1
+
+
+@dataclass
+class GaugeState:
+    """Everything the gauge shows."""
+
+    chars: int = 0
+    limit: int = 50_000
+    target_ratio: float = 0.8
+    messages: int = 0
+    tokens: int | None = None
+    tokens_stale: bool = False
+    input_tokens: int | None = None
+    last_step: CompactionStep | None = None
+    fired: dict[str, int] = field(default_factory=dict)  # steps fired in the current/last turn
+    totals: dict[str, int] = field(default_factory=dict)  # steps fired this session
+
+    @property
+    def ratio(self) -> float:
+        return self.chars / self.limit if self.limit else 0.0
+
+    @property
+    def level(self) -> str:
+        """'ok', 'warning' (>= the micro target) or 'over' (> the limit)."""
+        if self.chars > self.limit:
+            return "over"
+        if self.ratio >= self.target_ratio:
+            return "warning"
+        return "ok"
+
+    @property
+    def figure(self) -> str:
+        """'42,318 / 50,000 chars (85%)'."""
+        return f"{count(self.chars)} / {count(self.limit)} chars ({self.ratio:.0%})"
+
+    @property
+    def tokens_line(self) -> str:
+        parts = []
+        if self.tokens is not None:
+            parts.append(f"~{short_count(self.tokens)} tokens (cl100k est.)")
+        else:
+            parts.append("tokens: not counted yet")
+        if self.input_tokens is not None:
+            parts.append(f"API input {count(self.input_tokens)}")
+        return " · ".join(parts)
+
+    @property
+    def short_tokens_line(self) -> str:
+        parts = [f"~{short_count(self.tokens)} tok (est.)" if self.tokens is not None else "tokens: -"]
+        if self.input_tokens is not None:
+            parts.append(f"API {count(self.input_tokens)}")
+        return " · ".join(parts)
+
+    @property
+    def short_last_line(self) -> str:
+        step = self.last_step
+        if step is None:
+            return "last: -"
+        return f"last: {step.step} −{count(step.saved)}" if step.saved > 0 else f"last: {step.step}"
+
+    @property
+    def last_line(self) -> str:
+        step = self.last_step
+        if step is None:
+            return "last: no compaction yet"
+        if step.saved > 0:
+            return f"last: {step.step} saved {count(step.saved)} chars"
+        return f"last: {step.step} ({count(step.chars_before)} -> {count(step.chars_after)} chars)"
+
+
+def bar(state: GaugeState, width: int, styles: dict[str, Style]) -> Text:
+    """The bar: filled up to `chars`, a tick at the micro target, a mark at the limit.
+
+    The scale runs to 125% of the limit (further when over it), so the fill visibly crosses the limit.
+    """
+    width = max(width, 10)
+    scale = max(state.limit * 1.25, state.chars * 1.04, 1.0)
+    per_cell = scale / width
+    target_col = min(int(state.limit * state.target_ratio / per_cell), width - 1)
+    limit_col = min(int(state.limit / per_cell), width - 1)
+    fill = styles[state.level]
+    over = styles["over"]
+    empty = styles["empty"]
+    cells: list[tuple[str, Style]] = []
+    for col in range(width):
+        start = col * per_cell
+        amount = min(max((state.chars - start) / per_cell, 0.0), 1.0)
+        colour = over if start >= state.limit else fill
+        if col in (limit_col, target_col):
+            bg = colour.bgcolor if amount >= 0.5 else empty.bgcolor
+            mark = styles["limit"] if col == limit_col else styles["tick"]
+            cells.append(("┃" if col == limit_col else "│", Style(color=mark.color, bgcolor=bg, bold=True)))
+        elif amount >= 1.0:
+            cells.append((" ", colour))
+        elif amount <= 0.0:
+            cells.append((" ", empty))
+        else:
+            eighth = _EIGHTHS[min(int(amount * 8), 7)]
+            cells.append((eighth, Style(color=colour.bgcolor, bgcolor=empty.bgcolor)))
+    text = Text()
+    run, run_style = "", cells[0][1]
+    for char, style in cells:
+        if style == run_style:
+            run += char
+        else:
+            text.append(run, run_style)
+            run, run_style = char, style
+    text.append(run, run_style)
+    return text
+
+
+class ContextGauge(Widget):
+    """The inspector's gauge (several lines); `compact=True` gives the one-line version."""
+
+    DEFAULT_CSS = """
+    ContextGauge {
+        height: auto;
+        padding: 0 1;
+        &.-compact { height: 1; padding: 0 1; }
+    }
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "gauge--ok",
+        "gauge--warning",
+        "gauge--over",
+        "gauge--empty",
+        "gauge--tick",
+        "gauge--limit",
+        "gauge--muted",
+        "gauge--step-on",
+        "gauge--step-off",
+        "gauge--step-seen",
+    }
+
+    level: reactive[str] = reactive("ok")
+    dense: reactive[bool] = reactive(False, layout=True)
+    """Fewer lines (no scale row, no step chips) for short terminals."""
+
+    def __init__(self, *, compact: bool = False, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.compact = compact
+        self.set_class(compact, "-compact")
+        self.state = GaugeState()
+        self._painted = 0.0
+        self._pending: Timer | None = None
+        self.mirror: ContextGauge | None = None
+        self._style_cache: dict[str, Style] | None = None
+
+    # --- the figures (exact at once; painting is throttled) -----------------------------------------
+
+    @property
+    def chars(self) -> int:
+        return self.state.chars
+
+    @property
+    def figure(self) -> str:
+        return self.state.figure
+
+    def configure(self, limit: int, target_ratio: float) -> None:
+        self.state.limit = limit
+        self.state.target_ratio = target_ratio
+        self._changed()
+
+    def measured(self, event: ContextMeasured, chars: int | None = None, messages: int | None = None) -> None:
+        """Take the token figures of a measurement; `chars`/`messages`, when given, are the agent's
+        current figures (the worker may be ahead of the message queue, so a queued event can be older)."""
+        state = self.state
+        state.limit = event.limit
+        state.chars = event.chars if chars is None else chars
+        state.messages = event.messages if messages is None else messages
+        state.tokens = event.tokens
+        state.tokens_stale = state.chars != event.chars
+        if event.input_tokens is not None:
+            state.input_tokens = event.input_tokens
+        self._changed()
+
+    def history_changed(self, chars: int, messages: int) -> None:
+        state = self.state
+        if chars != state.chars or messages != state.messages:
+            state.tokens_stale = True
+        state.chars, state.messages = chars, messages
+        self._changed()
+
+    def step(self, event: CompactionStep) -> None:
+        self.state.last_step = event
+        self.state.fired[event.step] = self.state.fired.get(event.step, 0) + 1
+        self.state.totals[event.step] = self.state.totals.get(event.step, 0) + 1
+        self._changed()
+
+    def turn_started(self) -> None:
+        self.state.fired = {}
+        self._changed()
+
+    def reset(self) -> None:
+        limit, ratio = self.state.limit, self.state.target_ratio
+        self.state = GaugeState(limit=limit, target_ratio=ratio)
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.mirror is not None:
+            self.mirror.state = self.state
+            self.mirror._changed()
+        self.level = self.state.level
+        if self._pending is not None:
+            return
+        wait = THROTTLE_SECONDS - (time.monotonic() - self._painted)
+        if wait <= 0:
+            self._paint()
+        else:
+            self._pending = self.set_timer(wait, self._paint)
+
+    def _paint(self) -> None:
+        self._pending = None
+        self._painted = time.monotonic()
+        self.refresh()
+
+    def flush(self) -> None:
+        """Paint the current (exact) figures now."""
+        if self._pending is not None:
+            self._pending.stop()
+        self._paint()
+        if self.mirror is not None:
+            self.mirror.flush()
+
+    def watch_level(self, level: str) -> None:
+        for name in ("ok", "warning", "over"):
+            self.set_class(level == name, f"-{name}")
+
+    # --- rendering -----------------------------------------------------------------------------
+
+    def _fg(self, name: str) -> Style:
+        """A component style's colour and weight, blended over the background, without the background."""
+        full = self.get_component_rich_style(f"gauge--{name}", partial=False)
+        return Style(color=full.color, bgcolor=None, bold=full.bold, italic=full.italic)
+
+    def notify_style_update(self) -> None:
+        self._style_cache = None
+        super().notify_style_update()
+
+    def _styles(self) -> dict[str, Style]:
+        if self._style_cache is not None:
+            return self._style_cache
+
+        def fill(name: str) -> Style:
+            return Style(bgcolor=self._fg(name).color)
+
+        self._style_cache = {
+            "muted": self._fg("muted"),
+            "ok_text": self._fg("ok"),
+            "warning_text": self._fg("warning"),
+            "over_text": self._fg("over"),
+            "ok": fill("ok"),
+            "warning": fill("warning"),
+            "over": fill("over"),
+            "empty": fill("empty"),
+            "tick": self._fg("tick"),
+            "limit": self._fg("limit"),
+        }
+        return self._style_cache
+
+    def render(self) -> Text:
+        state = self.state
+        width = self.content_region.width or self.size.width
+        styles = self._styles()
+        muted = styles["muted"]
+        level_style = styles[f"{state.level}_text"]
+        if self.compact:
+            label = f" {count(state.chars)}/{count(state.limit)} ({state.ratio:.0%}) · {state.messages} msgs"
+            bar_width = max(min(width - len(label) - 5, 40), 10)
+            line = Text.assemble(("ctx ", muted), bar(state, bar_width, styles))
+            line.append(label, level_style)
+            return line
+        lines: list[Text] = []
+        head = Text(state.figure, style=level_style + Style(bold=True))
+        lines.append(head)
+        lines.append(bar(state, width, styles))
+        if not self.dense:
+            lines.append(_scale(state, width, muted))
+        tokens = Text(state.short_tokens_line if self.dense else state.tokens_line, style=muted)
+        if state.tokens_stale:
+            tokens.append(" · updating", style=muted + Style(italic=True))
+        if self.dense:
+            tokens.append(f" · {count(state.messages)} msgs", style=muted)
+            lines += [tokens, Text(state.short_last_line)]
+        else:
+            lines.append(tokens)
+            lines.append(Text(f"{count(state.messages)} messages · {state.last_line}"))
+            lines.append(self._pipeline())
+        return Text("\n").join(lines)
+
+    def _pipeline(self) -> Text:
+        full = self.get_component_rich_style("gauge--step-on", partial=False)
+        on = Style(color=full.color, bgcolor=full.bgcolor, bold=True)
+        off = self._fg("step-off")
+        seen = self.get_component_rich_style("gauge--step-seen", partial=False)
+        seen = Style(color=seen.color, bold=seen.bold)
+        text = Text("steps ", style=off)
+        for index, (step, label) in enumerate(PIPELINE):
+            total = self.state.totals.get(step, 0)
+            if step == "reactive_compact" and not total:
+                continue
+            if index:
+                text.append("›", style=off)
+            times = f"×{total}" if total > 1 else ""
+            if self.state.fired.get(step):
+                text.append(f" {label}{times} ", style=on)
+            elif total:
+                text.append(f" {label}{times} ", style=seen)
+            else:
+                text.append(f" {label} ", style=off)
+        return text
+
+
+def _scale(state: GaugeState, width: int, style: Style) -> Text:
+    """'0 ……… ╵80% ……… ╵limit' under the bar."""
+    width = max(width, 10)
+    scale = max(state.limit * 1.25, state.chars * 1.04, 1.0)
+    per_cell = scale / width
+    target_col = min(int(state.limit * state.target_ratio / per_cell), width - 1)
+    limit_col = min(int(state.limit / per_cell), width - 1)
+    cells = [" "] * width
+    for col, label in ((target_col, f"╵{state.target_ratio:.0%}"), (limit_col, "╵limit")):
+        for offset, char in enumerate(label):
+            if col + offset < width:
+                cells[col + offset] = char
+    return Text("".join(cells), style=style)

@@ -1,0 +1,356 @@
+"""MessageTree: one node per message of the history, children per block, markers styled by kind.
+
+The tree follows `agent.messages` in place: it keeps (message object, node) pairs and diffs them by
+identity against the current history (the common prefix stays, the rest is removed and re-added), in
+chunks with `asyncio.sleep(0)` between them. Block children are added when a message is expanded.
+
+A marker is styled (and can be opened) only if the archive resolves its path; anything else, including
+a forged `[Earlier tool result saved at ../../etc/passwd]`, is shown as the plain text it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual import on
+from textual.message import Message
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+from textual.worker import Worker
+
+from core.archive import Archive, ArchivedFile
+from core.history import estimate_chars, result_text
+from core.markers import Marker, parse_marker
+from tui.format import count, one_line, plural, size_bytes, tool_input_summary
+
+CHUNK = 500
+MARKER_KINDS = ("snip", "compacted", "reactive", "placeholder", "persisted")
+
+
+@dataclass
+class NodeInfo:
+    """What a node stands for. `kind` is the message kind ("message", or a marker kind for a marker
+    message) or the block kind ("text", "tool_use", "tool_result", or a marker kind)."""
+
+    kind: str
+    index: int
+    message: dict[str, Any]
+    block: int | None = None
+    marker: Marker | None = None
+    archived: ArchivedFile | None = None
+    populated: bool = False
+    markers: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def trusted(self) -> bool:
+        return self.archived is not None
+
+    @property
+    def is_marker(self) -> bool:
+        return self.kind in MARKER_KINDS
+
+    @property
+    def text(self) -> str:
+        """The in-context text of this node (what the model sees)."""
+        content = self.message.get("content")
+        if self.block is None:
+            return content if isinstance(content, str) else result_text(content)
+        block = content[self.block] if isinstance(content, list) else {}
+        if not isinstance(block, dict):
+            return str(block)
+        if block.get("type") == "text":
+            return str(block.get("text", ""))
+        if block.get("type") == "tool_result":
+            return result_text(block.get("content"))
+        return json.dumps(block, ensure_ascii=False, indent=2, default=str)
+
+
+class MessageTree(Tree[NodeInfo]):
+    """The inspector's view of the history."""
+
+    DEFAULT_CSS = """
+    MessageTree {
+        height: 1fr;
+        padding: 0 1;
+        background: transparent;
+        overflow-x: hidden;
+        scrollbar-size-vertical: 1;
+    }
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "message-tree--user",
+        "message-tree--assistant",
+        "message-tree--muted",
+        "message-tree--snip",
+        "message-tree--placeholder",
+        "message-tree--persisted",
+        "message-tree--summary",
+        "message-tree--link",
+        "message-tree--error",
+        "message-tree--tool",
+    }
+
+    @dataclass
+    class OpenMarker(Message):
+        """Enter/click on a trusted marker: open what it points at."""
+
+        info: NodeInfo
+
+    @dataclass
+    class OpenBlock(Message):
+        """Enter/click on an ordinary leaf: show its in-context text."""
+
+        info: NodeInfo
+
+    @dataclass
+    class Untrusted(Message):
+        """Enter/click on a marker whose path the archive does not vouch for: nothing opens."""
+
+        info: NodeInfo
+
+    def __init__(self, archive: Archive, source: Callable[[], Sequence[dict[str, Any]]], *, id: str | None = None) -> None:
+        super().__init__("history", id=id)
+        self.show_root = False
+        self.guide_depth = 3
+        self.archive = archive
+        self.source = source
+        self.entries: list[tuple[dict[str, Any], TreeNode[NodeInfo]]] = []
+        self._dirty = False
+        self._worker: Worker[None] | None = None
+        self._resolved: dict[str, ArchivedFile | None] = {}
+        self._styles: dict[str, Style] = {}
+
+    # --- syncing with the history ---------------------------------------------------------------
+
+    def request_sync(self) -> None:
+        """Bring the tree in line with the history soon (coalesces bursts of requests)."""
+        self._dirty = True
+        if self._worker is None or self._worker.is_finished:
+            self._worker = self.run_worker(
+                self._sync_loop, group="tree-sync", exit_on_error=False, description="sync message tree"
+            )
+
+    @property
+    def syncing(self) -> bool:
+        return self._dirty or (self._worker is not None and not self._worker.is_finished)
+
+    async def _sync_loop(self) -> None:
+        while self._dirty:
+            self._dirty = False
+            await self.sync(list(self.source()))
+
+    async def sync(self, messages: list[dict[str, Any]]) -> None:
+        """Diff by identity: keep the common prefix, drop the rest, add the new tail in chunks."""
+        entries = self.entries
+        keep = 0
+        limit = min(len(entries), len(messages))
+        while keep < limit and entries[keep][0] is messages[keep]:
+            keep += 1
+        if keep == 0 and entries:
+            self.root.remove_children()
+            entries.clear()
+        elif keep < len(entries):
+            for _, node in reversed(entries[keep:]):
+                node.remove()
+            del entries[keep:]
+        for index in range(keep, len(messages)):
+            message = messages[index]
+            entries.append((message, self._add_message(index, message)))
+            if (index - keep + 1) % CHUNK == 0:
+                await asyncio.sleep(0)
+                if self._dirty:
+                    return  # the history moved on; the loop diffs again
+        self.border_title = f"Messages · {count(len(messages))} · {count(estimate_chars(messages))} chars"
+        if not self.has_focus and entries:
+            self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
+
+    def node_for(self, index: int) -> TreeNode[NodeInfo]:
+        return self.entries[index][1]
+
+    # --- building nodes -------------------------------------------------------------------------
+
+    def _style(self, name: str) -> Style:
+        """A component style as foreground attributes only (the cursor line keeps its background)."""
+        if name == "link":
+            return Style(underline=True)
+        cached = self._styles.get(name)
+        if cached is None:
+            full = self.get_component_rich_style(f"message-tree--{name}", partial=False)
+            cached = Style(color=full.color, bold=full.bold, italic=full.italic)
+            self._styles[name] = cached
+        return cached
+
+    def notify_style_update(self) -> None:
+        self._styles = {}
+        super().notify_style_update()
+
+    def resolve(self, path: str) -> ArchivedFile | None:
+        if path not in self._resolved:
+            self._resolved[path] = self.archive.resolve(path)
+        return self._resolved[path]
+
+    def _trusted_marker(self, text: Any) -> tuple[Marker | None, ArchivedFile | None]:
+        marker = parse_marker(text)
+        if marker is None:
+            return None, None
+        return marker, self.resolve(marker.path)
+
+    def _add_message(self, index: int, message: dict[str, Any]) -> TreeNode[NodeInfo]:
+        content = message.get("content") if isinstance(message, dict) else None
+        role = str(message.get("role", "?")) if isinstance(message, dict) else "?"
+        size = estimate_chars([message]) - 2
+        number = Text(f"#{index + 1} ", style=self._style("muted"))
+        if isinstance(content, str) or not isinstance(content, list):
+            text = content if isinstance(content, str) else str(content)
+            marker, archived = self._trusted_marker(text)
+            if marker is not None and archived is not None:
+                info = NodeInfo(marker.kind, index, message, marker=marker, archived=archived)
+                label = Text.assemble(number, self._marker_label(marker), self._size_label(size))
+            else:
+                info = NodeInfo("message", index, message, marker=marker)
+                label = Text.assemble(
+                    number, (role, self._style(role)), (f' · "{one_line(text, 60)}"', ""), self._size_label(size)
+                )
+                if marker is not None:
+                    label.append(" · unverified marker", style=self._style("muted"))
+            return self.root.add_leaf(label, info)
+
+        info = NodeInfo("message", index, message)
+        kinds: dict[str, int] = {}
+        names: list[str] = []
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = str(block.get("type"))
+            kinds[kind] = kinds.get(kind, 0) + 1
+            if kind == "tool_use":
+                names.append(str(block.get("name")))
+            elif kind == "tool_result":
+                marker, archived = self._trusted_marker(block.get("content"))
+                if marker is not None and archived is not None:
+                    info.markers[marker.kind] = info.markers.get(marker.kind, 0) + 1
+                if block.get("is_error"):
+                    info.markers["error"] = info.markers.get("error", 0) + 1
+        label = Text.assemble(number, (role, self._style(role)))
+        for kind, number_of in kinds.items():
+            label.append(f" · {kind}" + (f" ×{number_of}" if number_of > 1 else ""))
+        if names:
+            label.append(f" ({', '.join(dict.fromkeys(names))})", style=self._style("tool"))
+        label.append_text(self._size_label(size))
+        for kind, glyph in (("placeholder", "↩"), ("persisted", "⇲")):
+            if info.markers.get(kind):
+                label.append(f" · {glyph}{info.markers[kind]}", style=self._style(kind))
+        if info.markers.get("error"):
+            label.append(f" · ✗{info.markers['error']}", style=self._style("error"))
+        return self.root.add(label, info, allow_expand=bool(content))
+
+    def _size_label(self, chars: int) -> Text:
+        return Text(f" · {count(chars)} chars", style=self._style("muted"))
+
+    def _marker_label(self, marker: Marker) -> Text:
+        link = self._style("link")
+        if marker.kind == "snip":
+            return Text.assemble(
+                (f"✂ snip: {plural(marker.count or 0, 'message')} archived", self._style("snip")),
+                (" → ", self._style("snip")),
+                (marker.path, self._style("snip") + link),
+            )
+        if marker.kind in ("compacted", "reactive"):
+            title = "Σ compacted summary" if marker.kind == "compacted" else "Σ reactive compact"
+            return Text.assemble(
+                (title, self._style("summary")),
+                (" → ", self._style("summary")),
+                (marker.path, self._style("summary") + link),
+            )
+        if marker.kind == "placeholder":
+            return Text.assemble(
+                ("↩ placeholder", self._style("placeholder")),
+                (" → ", self._style("placeholder")),
+                (marker.path, self._style("placeholder") + link),
+            )
+        preview = len(marker.preview or "")
+        return Text.assemble(
+            (f"⇲ persisted output ({count(preview)}-char preview)", self._style("persisted")),
+            (" → ", self._style("persisted")),
+            (marker.path, self._style("persisted") + link),
+        )
+
+    def populate(self, node: TreeNode[NodeInfo]) -> None:
+        """Add the block children of a message node (once)."""
+        info = node.data
+        if info is None or info.populated or info.block is not None:
+            return
+        info.populated = True
+        content = info.message.get("content")
+        if not isinstance(content, list):
+            return
+        for block_index, block in enumerate(content):
+            if isinstance(block, dict):
+                node.add_leaf(*self._block_node(info, block_index, block))
+
+    def _block_node(self, parent: NodeInfo, block_index: int, block: dict[str, Any]) -> tuple[Text, NodeInfo]:
+        kind = str(block.get("type"))
+        info = NodeInfo(kind, parent.index, parent.message, block=block_index)
+        muted = self._style("muted")
+        if kind == "text":
+            text = str(block.get("text", ""))
+            return Text.assemble("text", (f" · {count(len(text))} chars", muted), f' · "{one_line(text, 60)}"'), info
+        if kind == "tool_use":
+            tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
+            assert isinstance(tool_input, dict)
+            name = str(block.get("name"))
+            return Text.assemble(
+                "tool_use ", (name, self._style("tool")), f" · {tool_input_summary(name, tool_input, 60)}"
+            ), info
+        if kind == "tool_result":
+            raw = block.get("content")
+            text = result_text(raw)
+            marker, archived = self._trusted_marker(raw)
+            if marker is not None and archived is not None and marker.kind in ("placeholder", "persisted"):
+                info.kind, info.marker, info.archived = marker.kind, marker, archived
+                label = self._marker_label(marker)
+                label.append(f" · {size_bytes(archived.size)} archived", style=muted)
+                return label, info
+            info.marker = marker
+            head = ("tool_result ✗", self._style("error")) if block.get("is_error") else ("tool_result", "")
+            label = Text.assemble(head, (f" · {count(len(text))} chars", muted), f' · "{one_line(text, 60)}"')
+            if marker is not None:
+                label.append(" · unverified marker", style=muted)
+            return label, info
+        return Text(f"{kind} block"), info
+
+    def get_label_width(self, node: TreeNode[NodeInfo]) -> int:
+        """Cheap width (the default renders every label on every rebuild: slow for 5,000 nodes)."""
+        label = node.label
+        width = label.cell_len if isinstance(label, Text) else len(str(label))
+        return width + (len(self.ICON_NODE) if node.allow_expand else 0)
+
+    # --- interaction ----------------------------------------------------------------------------
+
+    def on_focus(self) -> None:
+        if self.cursor_line < 0 and self.entries:
+            self.move_cursor(self.entries[-1][1])
+
+    @on(Tree.NodeExpanded)
+    def _expanded(self, event: Tree.NodeExpanded[NodeInfo]) -> None:
+        self.populate(event.node)
+
+    @on(Tree.NodeSelected)
+    def _selected(self, event: Tree.NodeSelected[NodeInfo]) -> None:
+        info = event.node.data
+        if info is None or event.node.allow_expand:
+            return
+        event.stop()
+        if info.is_marker and info.trusted:
+            self.post_message(self.OpenMarker(info))
+        elif info.marker is not None:
+            self.post_message(self.Untrusted(info))
+        else:
+            self.post_message(self.OpenBlock(info))

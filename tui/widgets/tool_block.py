@@ -1,0 +1,164 @@
+"""One tool call in the chat: name and input, then status, size, duration and an output preview.
+
+Collapsed it is two lines; expanded (Enter, space or a click) it shows the full input and the first
+part of the output. Expansion is a boolean `var` with `toggle_class`: CSS does the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, ClassVar
+
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.reactive import var
+from textual.timer import Timer
+from textual.widgets import Static
+
+from tui.format import count, duration, one_line, tool_input_summary
+from tui.widgets.line import Line
+
+PREVIEW_CHARS = 3_000
+PREVIEW_LINES = 40
+
+
+class ToolBlock(Vertical, can_focus=True):
+    """A collapsible tool call."""
+
+    DEFAULT_CSS = """
+    ToolBlock {
+        height: auto;
+        margin: 1 0 0 0;
+        padding: 0 1;
+        border-left: outer $secondary;
+        background: $boost;
+        & > .tool--header { color: $text; }
+        & > .tool--summary { color: $text-muted; }
+        & > .tool--body { display: none; height: auto; padding: 0 0 0 2; }
+        & .tool--section { color: $text-muted; text-style: bold; margin: 1 0 0 0; }
+        & .tool--input, & .tool--output { color: $text; }
+        &.-expanded > .tool--body { display: block; }
+        &.-error { border-left: outer $error; }
+        &.-error > .tool--summary { color: $text-error; }
+        &.-running { border-left: outer $warning; }
+        &:focus { background: $boost 200%; border-left: outer $accent; }
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter,space", "toggle_expanded", "Expand/collapse", id="tool.toggle", tooltip="Show the tool's input and output"),
+    ]
+
+    expanded: var[bool] = var(False, toggle_class="-expanded")
+
+    def __init__(self, tool_use_id: str, name: str, tool_input: dict[str, Any]) -> None:
+        super().__init__(classes="-running")
+        self.tool_use_id = tool_use_id
+        self.tool_name = name
+        self.tool_input = tool_input
+        self.output: str | None = None
+        self.is_error = False
+        self.finished = False
+        self.waiting = False
+        self._started = time.monotonic()
+        self._seconds = 0.0
+        self._chars = 0
+        self._timer: Timer | None = None
+        self._header = Line(classes="tool--header")
+        self._summary = Static(classes="tool--summary")
+        self._output = Static(classes="tool--output")
+
+    def compose(self) -> ComposeResult:
+        yield self._header
+        yield self._summary
+        with Vertical(classes="tool--body"):
+            yield Static(Content("input"), classes="tool--section")
+            text = json.dumps(self.tool_input, ensure_ascii=False, indent=2, default=str)
+            yield Static(Content(text), classes="tool--input")
+            yield Static(Content("output"), classes="tool--section")
+            yield self._output
+
+    def on_mount(self) -> None:
+        self._render_header()
+        self._summary.update(Content("└ running…"))
+        self._output.update(Content("(running)"))
+        self._timer = self.set_interval(0.25, self._render_header)
+
+    # --- state ----------------------------------------------------------------------------------
+
+    def finish(self, output: str, output_chars: int, seconds: float, is_error: bool) -> None:
+        """The tool finished (or was denied): show status, size, duration and a preview."""
+        self.output = output
+        self.is_error = is_error
+        self.finished = True
+        self._seconds = seconds
+        self._chars = output_chars
+        if self._timer is not None:
+            self._timer.stop()
+        self.remove_class("-running")
+        self.set_class(is_error, "-error")
+        self._render_header()
+        lines = output.splitlines()
+        first = next((line for line in lines if line.strip()), "")
+        shape = f"{count(len(lines))} lines" if len(lines) != 1 else "1 line"
+        self._summary.update(Content(f"└ {shape} · {one_line(first, 160) or '(no output)'}"))
+        self._output.update(Content(_preview(output)))
+
+    def set_waiting(self, waiting: bool) -> None:
+        """The permission modal is up for this call (or was just answered)."""
+        self.waiting = waiting
+        if self.is_mounted:
+            self._render_header()
+
+    def interrupt(self) -> None:
+        """The turn was cancelled while this tool ran."""
+        if self.finished:
+            return
+        self.finish("[interrupted]", len("[interrupted]"), time.monotonic() - self._started, True)
+
+    def _render_header(self) -> None:
+        summary = tool_input_summary(self.tool_name, self.tool_input, 100)
+        parts: list[str | tuple[str, str]] = [("▾ " if self.expanded else "▸ ", "dim"), (self.tool_name, "bold")]
+        if summary:
+            parts.append("  ")
+            parts.append(summary)
+        if not self.finished and self.waiting:
+            parts.append(("   ⋯ waiting for your permission", "$text-warning"))
+        elif not self.finished:
+            elapsed = time.monotonic() - self._started
+            parts.append((f"   ⋯ running {duration(elapsed)}", "$text-warning"))
+        elif self.is_error:
+            parts.append((f"   ✗ {count(self._chars)} chars · {duration(self._seconds)}", "$text-error"))
+        else:
+            parts.append((f"   ✓ {count(self._chars)} chars · {duration(self._seconds)}", "$text-success"))
+        self._header.set(Content.assemble(*parts))
+
+    # --- interaction ----------------------------------------------------------------------------
+
+    def watch_expanded(self) -> None:
+        if self.is_mounted:
+            self._render_header()
+
+    def action_toggle_expanded(self) -> None:
+        self.expanded = not self.expanded
+
+    def on_click(self, event: events.Click) -> None:
+        event.stop()
+        self.action_toggle_expanded()
+
+
+def _preview(output: str) -> str:
+    if not output:
+        return "(no output)"
+    lines = output.splitlines()
+    shown = "\n".join(lines[:PREVIEW_LINES])
+    if len(shown) > PREVIEW_CHARS:
+        shown = shown[:PREVIEW_CHARS]
+    rest = len(output) - len(shown)
+    if rest > 0:
+        shown += f"\n… {count(rest)} more chars (the full result is in the inspector)"
+    return shown
