@@ -1,0 +1,283 @@
+"""How the TUI holds up: a 10,000-token stream, and a 5,000-message history in the tree.
+
+(a) Streaming. A tiny model (`ChunkModel`, the protocol of core/model/base.py) streams 10,000 small
+    text chunks (and, for scale, 1,000) as fast as the event loop lets it (one `await asyncio.sleep(0)` per chunk, as a
+    network stream would give way). We measure the time from submitting the prompt to the app
+    handling TurnFinished, and, while the stream runs, the delay of key presses: every 50 ms a thread
+    (like the terminal driver's input thread) sends a real Key event ("x") through the driver to the
+    focused prompt, and its latency is the time
+    until the prompt's TextArea.Changed for that key is dispatched (the key has been applied). We also
+    sample the event loop's lag with a 10 ms sleep loop.
+(b) A long history. The app starts on an agent whose history already holds N messages (a realistic
+    mix: request, assistant text + tool_use, tool_result, reply). We time start-up until the tree
+    holds every message (N = 0 and N = 5,000), and then the cost of one more message: append it to
+    the history, post HistoryChanged as the agent does, time until the tree has the new node
+    (median and worst of 30, for N = 50 and N = 5,000).
+
+Run: .venv/bin/python bench/bench_tui.py            (prints the figures; no assertions)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from textual import events
+from textual.message import Message
+from textual.pilot import Pilot
+from textual.widgets import TextArea
+
+from core import events as core_events
+from core.agent import Agent
+from core.archive import Archive
+from core.compaction import Compactor
+from core.config import Settings
+from core.model.base import ModelEvent, ModelResponse, TextChunk
+from core.tools import ToolBox, Workspace
+from tui import messages as msg
+from tui.app import CtxApp
+
+TOKENS = 10_000
+KEY_EVERY = 0.05
+SIZE = (160, 48)
+
+
+# --- (a) a model that streams 10,000 chunks -------------------------------------------------------------
+
+
+class ChunkModel:
+    """Streams `tokens` short fragments (a word and a space; a paragraph break every 60), then the message."""
+
+    name = "bench-chunks"
+    offline = True
+    label = "bench model (10,000 chunks)"
+
+    def __init__(self, tokens: int = TOKENS) -> None:
+        self.tokens = tokens
+
+    def fragments(self) -> list[str]:
+        words = ("context", "gauge", "tree", "marker", "stream", "token", "archive", "compact", "result")
+        return [
+            words[index % len(words)] + ("\n\n" if index % 60 == 59 else " ")
+            for index in range(self.tokens)
+        ]
+
+    async def stream(
+        self, *, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], max_tokens: int
+    ) -> AsyncIterator[ModelEvent]:
+        fragments = self.fragments()
+        for fragment in fragments:
+            await asyncio.sleep(0)  # give way, as a network stream does between chunks
+            yield TextChunk(fragment)
+        text = "".join(fragments)
+        yield ModelResponse(
+            content=[{"type": "text", "text": text}],
+            stop_reason="end_turn",
+            usage={"input_tokens": 100, "output_tokens": self.tokens},
+        )
+
+    async def summarize(self, conversation_text: str, focus: str | None) -> str:
+        return "bench summary"
+
+    async def aclose(self) -> None:
+        return None
+
+
+def make_agent(workdir: Path, model: Any, messages: list[dict[str, Any]] | None = None) -> Agent:
+    settings = Settings(workdir=workdir, offline=True)
+    compactor = Compactor(Archive(workdir), summarize=model.summarize, settings=settings.compaction)
+    return Agent(model, ToolBox(Workspace(workdir)), compactor, settings=settings, messages=messages)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(int(fraction * len(ordered)), len(ordered) - 1)]
+
+
+async def bench_stream(workdir: Path, tokens: int = TOKENS) -> dict[str, Any]:
+    model = ChunkModel(tokens)
+    agent = make_agent(workdir, model)
+    app = CtxApp(agent)
+    changed: list[float] = []  # dispatch times of the prompt's TextArea.Changed (one per key)
+    finished: list[float] = []
+    seen: dict[int, Message] = {}  # holds the messages too, so that their ids are not reused
+
+    def hook(message: Message) -> None:
+        now = time.perf_counter()
+        if isinstance(message, TextArea.Changed) and message.text_area is app.chat.input and id(message) not in seen:
+            seen[id(message)] = message
+            changed.append(now)
+        elif isinstance(message, msg.TurnFinished) and not finished:
+            finished.append(now)
+
+    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+        await pilot.pause(0.2)
+        driver = app._driver
+        assert driver is not None
+        sent: list[float] = []
+        lags: list[float] = []
+        streaming = True
+
+        def press_keys() -> None:
+            """Like the terminal driver's input thread: keys arrive whatever the event loop is doing."""
+            while streaming:
+                key = events.Key("x", "x")
+                key.set_sender(app)
+                sent.append(time.perf_counter())
+                driver.send_message(key)  # thread-safe: run_coroutine_threadsafe onto the app's loop
+                time.sleep(KEY_EVERY)
+
+        async def sample_lag() -> None:
+            while streaming:
+                start = time.perf_counter()
+                await asyncio.sleep(0.01)
+                lags.append(time.perf_counter() - start - 0.01)
+
+        started = time.perf_counter()
+        await app.submit("stream please")
+        presser = threading.Thread(target=press_keys, daemon=True)
+        presser.start()
+        sampler = asyncio.create_task(sample_lag())
+        await wait_for(pilot, lambda: bool(finished), within=600)
+        streaming = False
+        await sampler
+        await asyncio.to_thread(presser.join)
+        await wait_for(pilot, lambda: app.turns_completed >= 1, within=60)
+        total = finished[0] - started
+        await wait_for(pilot, lambda: len(changed) >= len(sent), within=30)
+        latencies = [done - posted for posted, done in zip(sent, changed, strict=False)]
+        typed = app.chat.input.text.count("x")
+        text_ok = agent.messages[-1]["content"][0]["text"] == "".join(model.fragments())
+    await agent.aclose()
+    return {
+        "total": total,
+        "latencies": latencies,
+        "keys_sent": len(sent),
+        "keys_typed": typed,
+        "lags": lags,
+        "text_ok": text_ok,
+    }
+
+
+# --- (b) a history of 5,000 messages ------------------------------------------------------------------
+
+
+def history(count: int) -> list[dict[str, Any]]:
+    """`count` messages in the API shape: request, assistant text + tool_use, tool_result, reply."""
+    messages: list[dict[str, Any]] = []
+    turn = 0
+    while len(messages) < count:
+        turn += 1
+        use_id = f"toolu_bench_{turn:05d}"
+        body = "\n".join(f"line {line} of src/module_{turn % 40:02d}.py: value = {turn * line}" for line in range(12))
+        messages += [
+            {"role": "user", "content": f"read src/module_{turn % 40:02d}.py and explain it"},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": f"Reading src/module_{turn % 40:02d}.py."},
+                {"type": "tool_use", "id": use_id, "name": "read_file", "input": {"path": f"src/module_{turn % 40:02d}.py"}},
+            ]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use_id, "content": body}]},
+            {"role": "assistant", "content": [{"type": "text", "text": f"Module {turn % 40} defines 12 values."}]},
+        ]
+    return messages[:count]
+
+
+async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], within: float = 120.0) -> None:
+    deadline = time.perf_counter() + within
+    while not condition():
+        if time.perf_counter() > deadline:
+            raise TimeoutError("the app did not get there in time")
+        await asyncio.sleep(0.001)
+
+
+async def bench_history(workdir: Path, count: int, appends: int = 30) -> dict[str, Any]:
+    agent = make_agent(workdir, ChunkModel(), history(count))
+    app = CtxApp(agent)
+    started = time.perf_counter()
+    async with app.run_test(size=SIZE) as pilot:
+        tree = app.message_tree
+        await wait_for(pilot, lambda: len(tree.entries) == count and not tree.syncing and app.screen.is_mounted)
+        await pilot.pause()  # one paint with the full tree
+        first_render = time.perf_counter() - started
+        costs: list[float] = []
+
+        def tree_has(nodes: int) -> Callable[[], bool]:
+            return lambda: len(tree.entries) == nodes and not tree.syncing
+
+        extra = history(count + 4 * appends)[count:]
+        for message in extra[:appends]:
+            await pilot.pause(0.05)
+            before = len(tree.entries)
+            start = time.perf_counter()
+            agent.messages.append(message)
+            app.post_message(msg.HistoryChanged(core_events.HistoryChanged(len(agent.messages))))
+            await wait_for(pilot, tree_has(before + 1))
+            costs.append(time.perf_counter() - start)
+        nodes_ok = len(tree.entries) == count + appends
+        gauge_ok = app.gauge.chars == agent.chars
+    await agent.aclose()
+    return {"first_render": first_render, "append": costs, "ok": nodes_ok and gauge_ok}
+
+
+# --- report ---------------------------------------------------------------------------------------------
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.1f} ms"
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="ctxtui-bench-") as tmp:
+        root = Path(tmp)
+        for name in ("stream1k", "stream", "h0", "h50", "h5000"):
+            (root / name).mkdir()
+        short = await bench_stream(root / "stream1k", TOKENS // 10)
+        stream = await bench_stream(root / "stream")
+        empty = await bench_history(root / "h0", 0, appends=1)
+        small = await bench_history(root / "h50", 50)
+        big = await bench_history(root / "h5000", 5_000)
+
+    latencies = stream["latencies"]
+    rows = [
+        ("(a) stream 10,000 chunks: submit -> TurnFinished", f"{stream['total']:.2f} s"),
+        ("    throughput", f"{TOKENS / stream['total']:,.0f} tokens/s"),
+        ("    1,000 chunks (same model), for scale", f"{short['total']:.2f} s ({TOKENS // 10 / short['total']:,.0f} tokens/s)"),
+        ("    10,000 vs 1,000 chunks: time ratio (linear = 10x)", f"{stream['total'] / short['total']:.1f}x"),
+        ("    key presses during the stream (every 50 ms)",
+         f"{stream['keys_sent']} sent, {len(latencies)} applied, {stream['keys_typed']} in the prompt"),
+        ("    key latency median / p95 / worst",
+         f"{ms(statistics.median(latencies))} / {ms(percentile(latencies, 0.95))} / {ms(max(latencies))}"),
+        ("    event-loop lag (10 ms sleeps) median / worst",
+         f"{ms(statistics.median(stream['lags']))} / {ms(max(stream['lags']))}"),
+        ("    streamed text == final message", str(stream["text_ok"])),
+        ("(b) start-up until the tree is full: 0 messages", ms(empty["first_render"])),
+        ("    5,000 messages", ms(big["first_render"])),
+        ("    5,000 vs 0 (extra for the tree)",
+         f"+{ms(big['first_render'] - empty['first_render'])} "
+         f"({(big['first_render'] - empty['first_render']) / 5_000 * 1e6:,.0f} µs per message)"),
+        ("    one more message, history of 50: median / worst",
+         f"{ms(statistics.median(small['append']))} / {ms(max(small['append']))}"),
+        ("    one more message, history of 5,000: median / worst",
+         f"{ms(statistics.median(big['append']))} / {ms(max(big['append']))}"),
+        ("    5,000 vs 50 (median append)",
+         f"{statistics.median(big['append']) / statistics.median(small['append']):.2f}x"),
+        ("    tree and gauge exact afterwards", str(small["ok"] and big["ok"] and empty["ok"])),
+    ]
+    width = max(len(name) for name, _ in rows)
+    print(f"ctxtui TUI bench (Textual headless, {SIZE[0]}x{SIZE[1]}, Python {sys.version.split()[0]})")
+    print("-" * (width + 30))
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

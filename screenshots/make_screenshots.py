@@ -1,0 +1,286 @@
+"""Write the README's screenshots by driving the real app (Pilot, offline model, no network).
+
+Run: .venv/bin/python screenshots/make_screenshots.py
+
+Every picture is the real `CtxApp` on a real offline `Agent` in a fresh workdir with fixed contents
+(`<tmp>/ctxtui-demo`, so the title bar shows the same path every run). Each SVG is written with
+`app.save_screenshot`, each PNG is rendered from that SVG with cairosvg.
+
+  main.png              the demo in progress, held at a moment the context is over the limit
+  gauge-over-limit.png  the demo held right after the pasted incident log pushed it far over
+  tree-markers.png      a history with every marker kind, the marker messages expanded
+  archive-viewer.png    ArchiveScreen opened from a placeholder node, with a search
+  small-80x24.png       the same app in an 80x24 terminal (inspector folded into a one-line gauge)
+
+The context is over the limit only between a turn adding tool results and the next
+`Compactor.prepare` (which runs at once and brings it down), so "over the limit" lasts
+milliseconds in real use. To show it, `HoldBeforePrepare` wraps the agent's `compactor.prepare`:
+when its condition holds it waits (after the history change has been posted to the app) until the
+screenshot is taken, then runs the real prepare. Nothing else is staged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from textual.pilot import Pilot
+from textual.widgets import Input
+from textual.widgets.tree import TreeNode
+
+from core.agent import Agent
+from core.compaction import CompactionSettings
+from core.config import Settings
+from core.demo import DEMO_COMMANDS, build_demo_workspace
+from core.history import estimate_chars
+from core.markers import parse_marker
+from core.model.offline import OfflineModel
+from tui.app import CtxApp
+from tui.screens.archive import ArchiveScreen
+
+Message = dict[str, Any]
+OUT = Path(__file__).resolve().parent
+WORKDIR = Path(tempfile.gettempdir()) / "ctxtui-demo"
+SIZE = (160, 48)
+LIMIT = CompactionSettings().context_char_limit
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+class HoldBeforePrepare:
+    """Holds the agent right before `Compactor.prepare` when the next condition holds.
+
+    `hold_when(name, condition)` queues a condition on the history about to be prepared; when it is
+    met the turn waits in `prepare` (the app has been sent the history change) until `release()`.
+    """
+
+    def __init__(self, agent: Agent) -> None:
+        self._prepare = agent.compactor.prepare
+        agent.compactor.prepare = self._held_prepare  # type: ignore[method-assign]
+        self.queue: list[tuple[str, Callable[[list[Message]], bool]]] = []
+        self.holding: str | None = None
+        self.arrived = asyncio.Event()
+        self._release = asyncio.Event()
+
+    def hold_when(self, name: str, condition: Callable[[list[Message]], bool]) -> None:
+        self.queue.append((name, condition))
+
+    async def _held_prepare(self, messages: Sequence[Message], active_request: str) -> list[Message]:
+        if self.queue and self.queue[0][1](list(messages)):
+            self.holding, _ = self.queue.pop(0)
+            self._release.clear()
+            self.arrived.set()
+            await self._release.wait()
+        return await self._prepare(messages, active_request)
+
+    def release(self) -> None:
+        self.holding = None
+        self.arrived.clear()
+        self._release.set()
+
+
+def has_marker(messages: Sequence[Message], kind: str) -> bool:
+    for message in messages:
+        content = message.get("content")
+        texts = [content] if isinstance(content, str) else [
+            block.get("content") for block in content or [] if isinstance(block, dict)
+        ]
+        if any((marker := parse_marker(text)) is not None and marker.kind == kind for text in texts):
+            return True
+    return False
+
+
+def ends_with_results(messages: Sequence[Message]) -> bool:
+    """The last message answers tool calls (a turn has just added their results)."""
+    content = messages[-1].get("content") if messages else None
+    return isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+    )
+
+
+async def fresh_workdir() -> Path:
+    shutil.rmtree(WORKDIR, ignore_errors=True)
+    WORKDIR.mkdir(parents=True)
+    await build_demo_workspace(WORKDIR)
+    return WORKDIR
+
+
+def make_agent(workdir: Path, compaction: CompactionSettings | None = None) -> Agent:
+    settings = Settings(workdir=workdir, offline=True, yes=True, compaction=compaction or CompactionSettings())
+
+    async def allow(tool_name: str, tool_input: dict[str, Any]) -> bool:
+        return True
+
+    return Agent.from_settings(settings, permission=allow, model=OfflineModel())
+
+
+async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], within: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not condition():
+        if loop.time() > deadline:
+            raise TimeoutError("the app did not reach the expected state")
+        await pilot.pause(0.02)
+
+
+async def settle(pilot: Pilot[Any], app: CtxApp) -> None:
+    """Wait until the gauge and the tree show the agent's history as it is now, and paint."""
+    await wait_for(
+        pilot,
+        lambda: not app.message_tree.syncing
+        and app.gauge.chars == app.agent.chars
+        and not any(worker.group == "measure" and not worker.is_finished for worker in app.workers),
+    )
+    app.gauge.flush()
+    await pilot.pause(0.15)
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
+
+
+async def send(pilot: Pilot[Any], app: CtxApp, text: str, hold: HoldBeforePrepare | None = None,
+               on_hold: Callable[[str], Any] | None = None) -> None:
+    """Send `text` through `CtxApp.submit` (what Enter on the prompt calls); wait for the turn to end.
+
+    If `hold` holds the turn, `on_hold(name)` runs (and is awaited) before the turn goes on."""
+    done = app.turns_completed
+    await app.submit(text)
+    while app.turns_completed <= done:
+        if hold is not None and hold.arrived.is_set():
+            assert hold.holding is not None and on_hold is not None
+            await on_hold(hold.holding)
+            hold.release()
+        await pilot.pause(0.02)
+    await settle(pilot, app)
+
+
+def has_children(node: TreeNode[Any]) -> Callable[[], bool]:
+    return lambda: bool(node.children)
+
+
+def freeze_cursors(app: CtxApp) -> None:
+    app.chat.input.cursor_blink = False
+    for field in app.screen.query(Input):
+        field.cursor_blink = False
+
+
+def save(app: CtxApp, name: str) -> None:
+    """`name`.svg via save_screenshot, `name`.png from it (cairosvg, DejaVu Sans Mono for Fira Code)."""
+    import cairosvg
+
+    svg_path = Path(app.save_screenshot(f"{name}.svg", str(OUT)))
+    svg = svg_path.read_text(encoding="utf-8")
+    # The SVG asks for Fira Code from a web font; cairo cannot fetch it: use the local monospace font.
+    local = svg.replace('"Fira Code"', '"DejaVu Sans Mono"').replace("Fira Code", "DejaVu Sans Mono")
+    cairosvg.svg2png(bytestring=local.encode("utf-8"), write_to=str(OUT / f"{name}.png"), scale=1.0)
+    print(f"wrote {svg_path.relative_to(OUT.parent)} and screenshots/{name}.png")
+
+
+# --- the pictures -------------------------------------------------------------------------------------
+
+
+async def demo_over_the_limit() -> None:
+    """main + gauge-over-limit: the demo's commands, held twice while the context is over the limit."""
+    agent = make_agent(await fresh_workdir())
+    hold = HoldBeforePrepare(agent)
+    # main: over the limit once micro_compact has already left placeholders (a tree with markers).
+    hold.hold_when(
+        "main", lambda ms: estimate_chars(ms) > LIMIT and ends_with_results(ms) and has_marker(ms, "placeholder"),
+    )
+    # gauge-over-limit: far over it (the pasted log and its write_file call, just before the summary).
+    hold.hold_when("gauge-over-limit", lambda ms: estimate_chars(ms) > LIMIT * 1.3 and ends_with_results(ms))
+    app = CtxApp(agent)
+    async with app.run_test(size=SIZE) as pilot:
+        freeze_cursors(app)
+
+        async def shoot(name: str) -> None:
+            await settle(pilot, app)
+            assert app.gauge.state.level == "over", app.gauge.figure
+            save(app, name)
+
+        commands = DEMO_COMMANDS[: DEMO_COMMANDS.index("read README.md")]
+        for command in commands:
+            await send(pilot, app, command, hold, shoot)
+            if not hold.queue:
+                break
+        missing = [name for name, _ in hold.queue]
+        if missing:
+            raise RuntimeError(f"the demo never reached the state for: {', '.join(missing)}")
+    await agent.aclose()
+
+
+TREE_COMMANDS = [
+    "read README.md",
+    "compact",  # a summary first: snip keeps the first messages, so it stays at the top
+    *[f"read src/module_{index:02d}.py" for index in range(1, 13)],  # micro (placeholders), snip twice
+    "read logs/test.log",  # 100,000 chars on top: fit_tool_results persists it (preview)
+]
+
+
+async def tree_and_archive() -> None:
+    """tree-markers + archive-viewer: a history holding a summary, a snip marker, a placeholder and a
+    persisted-output block (snip at 30 messages, down to 16, so the whole tree fits on screen)."""
+    compaction = CompactionSettings(snip_trigger_messages=30, snip_target_messages=16)
+    agent = make_agent(await fresh_workdir(), compaction)
+    app = CtxApp(agent)
+    async with app.run_test(size=SIZE) as pilot:
+        freeze_cursors(app)
+        for command in TREE_COMMANDS:
+            await send(pilot, app, command)
+        kinds = {kind for kind in ("compacted", "snip", "placeholder", "persisted") if has_marker(agent.messages, kind)}
+        assert kinds == {"compacted", "snip", "placeholder", "persisted"}, kinds
+
+        tree = app.message_tree
+        await pilot.press("ctrl+t")  # focus the tree
+        await pilot.press(*["f9"] * 9)  # a wider inspector: marker paths are long
+        placeholder_child = None
+        for _message, node in tree.entries:
+            info = node.data
+            if info is not None and (info.markers.get("placeholder") or info.markers.get("persisted")):
+                node.expand()
+                await wait_for(pilot, has_children(node))
+                if info.markers.get("placeholder") and placeholder_child is None:
+                    placeholder_child = node.children[0]
+        assert placeholder_child is not None
+        tree.move_cursor(placeholder_child)
+        await settle(pilot, app)
+        save(app, "tree-markers")
+
+        await pilot.press("enter")  # open the archived tool result behind the placeholder
+        await wait_for(pilot, lambda: isinstance(app.screen, ArchiveScreen))
+        freeze_cursors(app)
+        await pilot.press(*"def handler_")
+        await pilot.press("enter", "enter", "enter")  # third match
+        await settle(pilot, app)
+        save(app, "archive-viewer")
+    await agent.aclose()
+
+
+async def small_terminal() -> None:
+    """small-80x24: two turns in an 80x24 terminal."""
+    agent = make_agent(await fresh_workdir())
+    app = CtxApp(agent)
+    async with app.run_test(size=(80, 24)) as pilot:
+        freeze_cursors(app)
+        for command in ("glob src/*.py", "read src/module_01.py"):
+            await send(pilot, app, command)
+        save(app, "small-80x24")
+    await agent.aclose()
+
+
+async def main() -> None:
+    await demo_over_the_limit()
+    await tree_and_archive()
+    await small_terminal()
+    shutil.rmtree(WORKDIR, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

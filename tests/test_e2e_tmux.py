@@ -1,0 +1,104 @@
+"""End to end in a real terminal: `ctxtui --demo` inside tmux, read back with `capture-pane`.
+
+The demo types its commands into the real app; we watch the screen until the gauge, the message
+tree and at least one compaction step are visible and the archive holds both a persisted tool result
+and a snip transcript, then quit with ctrl+q and check that the program really ended.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+TMUX = shutil.which("tmux")
+WIDTH, HEIGHT = 160, 48
+# Marker text the demo puts on screen once compaction has fired (chat notices or tree labels).
+COMPACTION_TEXT = ("tool_result_budget", "fit_tool_results", "micro_compact", "snip_compact", "✂ snip", "↩ placeholder")
+
+
+class Tmux:
+    """A private tmux server (own socket name and TMUX_TMPDIR) with one session."""
+
+    def __init__(self, root: Path) -> None:
+        self.socket = f"ctxtui-e2e-{uuid.uuid4().hex[:8]}"
+        self.session = "ctxtui"
+        self.env = {key: value for key, value in os.environ.items() if not key.startswith("TMUX")}
+        self.env.update(TERM="xterm-256color", TMUX_TMPDIR=str(root), LANG="C.UTF-8", LC_ALL="C.UTF-8")
+        for key in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+            self.env.pop(key, None)
+
+    def run(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+        assert TMUX is not None
+        return subprocess.run(
+            [TMUX, "-L", self.socket, "-f", "/dev/null", *args],
+            env=self.env, capture_output=True, text=True, timeout=10, check=check,
+        )
+
+    def start(self, command: str) -> None:
+        self.run("new-session", "-d", "-s", self.session, "-x", str(WIDTH), "-y", str(HEIGHT), command, check=True)
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", self.session).stdout
+
+    def alive(self) -> bool:
+        return self.run("has-session", "-t", self.session).returncode == 0
+
+    def kill_server(self) -> None:
+        self.run("kill-server")
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str, tmux: Tmux) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            screen = tmux.screen() if tmux.alive() else "(session gone)"
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; screen:\n{screen}")
+        time.sleep(0.2)
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+@pytest.mark.timeout(60)
+def test_demo_in_a_real_terminal_fires_compaction_and_quits() -> None:
+    started = time.monotonic()
+    root = Path(tempfile.mkdtemp(prefix="ctxtui-e2e-"))  # short path: tmux sockets live here too
+    workdir = root / "demo"
+    ctxtui = Path(sys.executable).parent / "ctxtui"
+    assert ctxtui.exists(), f"{ctxtui} missing: install the package (pip install -e .)"
+    tmux = Tmux(root)
+    try:
+        tmux.start(f"{ctxtui} --demo --workdir {workdir}")
+        screens: list[str] = []
+
+        def seen(*needles: str) -> bool:
+            screen = tmux.screen()
+            screens.append(screen)
+            return all(needle in screen for needle in needles)
+
+        # The gauge (figure against the limit) and the tree (its title and the first message node).
+        wait_until(lambda: seen("chars", "/ 50,000", "Messages", "#1 user"), 15, "the gauge and the tree", tmux)
+        # At least one compaction step on screen, then the snip's transcript on disk.
+        wait_until(lambda: any(text in tmux.screen() for text in COMPACTION_TEXT), 25, "a compaction step", tmux)
+        transcripts = workdir / ".transcripts"
+        wait_until(lambda: any(transcripts.glob("*.jsonl")), 40, "a snip transcript", tmux)
+        assert "OFFLINE" in screens[-1]
+
+        tmux.run("send-keys", "-t", tmux.session, "C-q", check=True)
+        wait_until(lambda: not tmux.alive(), 8, "the app to exit after ctrl+q", tmux)
+
+        assert list((workdir / ".task_outputs" / "tool-results").glob("*.txt")), "no persisted tool result"
+        assert list(transcripts.glob("*.jsonl")), "no transcript"
+        assert time.monotonic() - started < 60
+    finally:
+        tmux.kill_server()
+        shutil.rmtree(root, ignore_errors=True)
