@@ -100,7 +100,7 @@ async def test_tree_has_one_node_per_message_and_keeps_the_prefix(tmp_path: Path
         assert all(message is agent.messages[i] for i, (message, _) in enumerate(tree.entries))
         assert len(tree.root.children) == len(agent.messages) == 4
         labels = [label(node).plain for _, node in tree.entries]
-        assert labels[0].startswith('#1 user · "read a.txt"')
+        assert labels[0].lstrip().startswith('#1 user · "read a.txt"')
         assert labels[1].startswith("#2 assistant · text · tool_use (read_file)")
         assert labels[2].startswith("#3 user · tool_result")
         assert labels[3].startswith("#4 assistant · text")
@@ -132,7 +132,7 @@ async def test_compaction_shows_markers_in_the_tree(tmp_path: Path) -> None:
         kinds = {info(node).kind for _, node in app.message_tree.entries}
         assert "compacted" in kinds
         summary = next(node for _, node in app.message_tree.entries if info(node).kind == "compacted")
-        assert label(summary).plain.startswith("#1 Σ compacted summary → .transcripts/")
+        assert label(summary).plain.lstrip().startswith("#1 Σ compacted summary → .transcripts/")
         assert app.gauge.chars == estimate_chars(agent.messages)
         assert app.gauge.state.last_step is not None
     await agent.aclose()
@@ -238,7 +238,7 @@ async def test_snip_marker_opens_the_transcript_readably(tmp_path: Path) -> None
         await settled(pilot, app)
         tree = app.message_tree
         snip = tree.node_for(1)
-        assert info(snip).kind == "snip" and label(snip).plain.startswith(f"#2 ✂ snip: 4 messages archived → {path}")
+        assert info(snip).kind == "snip" and label(snip).plain.lstrip().startswith(f"#2 ✂ snip: 4 messages archived → {path}")
         await pilot.press("ctrl+t")
         tree.move_cursor(snip)
         await pilot.press("enter")

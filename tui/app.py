@@ -119,7 +119,12 @@ class CtxApp(App[None]):
             yield ChatPane(id="chat")
             with Vertical(id="inspector"):
                 yield ContextGauge(id="gauge")
-                yield MessageTree(self.agent.archive, lambda: self.agent.messages, id="tree")
+                yield MessageTree(
+                    self.agent.archive,
+                    lambda: self.agent.messages,
+                    measure=self.agent.compactor.estimate_chars,
+                    id="tree",
+                )
                 yield CompactionLog(id="steps")
         yield ContextGauge(compact=True, id="mini-gauge")
         yield Footer(compact=True)

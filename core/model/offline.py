@@ -174,7 +174,9 @@ def _describe_read(path: str, output: str) -> str:
     size = f"{len(output):,} chars, {len(lines):,} lines"
     if not output:
         return f"{where}: empty"
-    return f'{where}: {size}; first line: "{_one_line(first, 100)}"'
+    first_line = _one_line(first, 100)
+    quoted = f"`{first_line}`" if "`" not in first_line else f"«{first_line}»"
+    return f"{where}: {size}; first line: {quoted}"
 
 
 def _describe_bash(command: str, output: str) -> str:

@@ -68,7 +68,7 @@ class ArchiveScreen(ModalScreen[None]):
         parts: list[str | tuple[str, str]] = [(self.title_text, "bold")]
         if self.path:
             parts.append(("  " + self.path, "$text-accent"))
-        lines = self.text.count("\n") + 1 if self.text else 0
+        lines = self.text.count("\n") + (0 if not self.text or self.text.endswith("\n") else 1)
         parts.append((f"  · {count(len(self.text))} chars · {count(lines)} lines", "dim"))
         if self.file_size is not None:
             parts.append((f" · {count(self.file_size)} bytes on disk", "dim"))

@@ -62,7 +62,6 @@ class AssistantBlock(Markdown):
         padding: 0 1 0 2;
         background: transparent;
         &.-cancelled { opacity: 70%; }
-        & > MarkdownBlock:last-child { margin-bottom: 0; }
     }
     """
 

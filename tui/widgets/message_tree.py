@@ -115,8 +115,16 @@ class MessageTree(Tree[NodeInfo]):
 
         info: NodeInfo
 
-    def __init__(self, archive: Archive, source: Callable[[], Sequence[dict[str, Any]]], *, id: str | None = None) -> None:
+    def __init__(
+        self,
+        archive: Archive,
+        source: Callable[[], Sequence[dict[str, Any]]],
+        *,
+        measure: Callable[[Sequence[dict[str, Any]]], int] = estimate_chars,
+        id: str | None = None,
+    ) -> None:
         super().__init__("history", id=id)
+        self.measure = measure
         self.show_root = False
         self.guide_depth = 3
         self.archive = archive
@@ -167,7 +175,7 @@ class MessageTree(Tree[NodeInfo]):
                 await asyncio.sleep(0)
                 if self._dirty:
                     return  # the history moved on; the loop diffs again
-        self.border_title = f"Messages · {count(len(messages))} · {count(estimate_chars(messages))} chars"
+        self.border_title = f"Messages · {count(len(messages))} · {count(self.measure(messages))} chars"
         if not self.has_focus and entries:
             self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
 
@@ -220,6 +228,7 @@ class MessageTree(Tree[NodeInfo]):
                 )
                 if marker is not None:
                     label.append(" · unverified marker", style=self._style("muted"))
+            label = Text("  ").append_text(label)  # line up with the ▶ of expandable rows
             return self.root.add_leaf(label, info)
 
         info = NodeInfo("message", index, message)
