@@ -99,14 +99,16 @@ class Agent:
         settings.workdir = workdir
         if model is None:
             model = make_model(settings)
+        archive = Archive(workdir)
         toolbox = ToolBox(
             Workspace(workdir),
             permission=permission,
             bash_timeout=settings.bash_timeout,
             output_limit=settings.tool_output_limit,
             read_line_limit=settings.read_line_limit,
+            spill_dir=archive.tool_results_dir,
         )
-        compactor = Compactor(Archive(workdir), summarize=model.summarize, settings=settings.compaction)
+        compactor = Compactor(archive, summarize=model.summarize, settings=settings.compaction)
         messages: list[Message] = []
         notice = None
         if settings.resume:

@@ -185,8 +185,15 @@ class _BoundedOutput:
         self._head = bytearray()
         self._tail = bytearray()
         self._dropped_chars = 0
+        self.total_bytes = 0
+
+    def held(self) -> bytes:
+        """Everything received so far, while nothing has been dropped yet."""
+        assert self._dropped_chars == 0
+        return bytes(self._head + self._tail)
 
     def add(self, chunk: bytes) -> None:
+        self.total_bytes += len(chunk)
         room = self._keep - len(self._head)
         if room > 0:
             self._head += chunk[:room]
@@ -212,6 +219,54 @@ class _BoundedOutput:
         tail_keep = self._char_limit - head_keep
         omitted = len(head_text) - head_keep + self._dropped_chars + len(tail_text) - tail_keep
         return _join_clipped(head_text[:head_keep], omitted, tail_text[len(tail_text) - tail_keep :])
+
+
+class _Spill:
+    """The whole output of a command too long for the context, streamed to a file in the archive.
+
+    Nothing the command printed is lost: the tool result keeps head and tail and names this file.
+    Written under a temporary name and renamed into place when the command ends.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.final = folder / f"bash-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(4)}.txt"
+        self._temp = folder / f".{self.final.name}.tmp"
+        self._handle: Any = None
+        self.failed: str | None = None
+
+    async def write(self, data: bytes) -> None:
+        if self.failed is not None or not data:
+            return
+        try:
+            if self._handle is None:
+                await aiofiles.os.makedirs(self.folder, exist_ok=True)
+                self._handle = await aiofiles.open(self._temp, "xb")
+            await self._handle.write(data)
+        except OSError as error:
+            self.failed = " ".join(str(error).split())
+            await self._discard()
+
+    async def finish(self) -> Path | None:
+        """Close and move into place; the final path, or None when nothing could be saved."""
+        if self._handle is None or self.failed is not None:
+            return None
+        try:
+            await self._handle.close()
+            self._handle = None
+            await aiofiles.os.rename(self._temp, self.final)
+        except OSError as error:
+            self.failed = " ".join(str(error).split())
+            await self._discard()
+            return None
+        return self.final
+
+    async def _discard(self) -> None:
+        handle, self._handle = self._handle, None
+        with contextlib.suppress(OSError):
+            if handle is not None:
+                await handle.close()
+            await aiofiles.os.remove(self._temp)
 
 
 def _split_lines(text: str) -> list[str]:
@@ -295,8 +350,10 @@ class ToolBox:
         output_limit: int = 200_000,
         read_line_limit: int = 2_000,
         read_byte_limit: int = 5_000_000,
+        spill_dir: Path | None = None,
     ) -> None:
         self.workspace = workspace
+        self.spill_dir = spill_dir  # where the whole output of over-long commands is kept
         self.permission: PermissionCallback | None = permission
         self.permission_wait = 0.0  # seconds spent waiting for the user's consent, summed
         self.bash_timeout = bash_timeout
@@ -328,7 +385,8 @@ class ToolBox:
                     f"not persist). Times out after {timeout} seconds unless `timeout` is given; on "
                     "timeout the command and all its child processes are killed and the partial output "
                     f"is returned. Output longer than {self.output_limit} characters keeps only its "
-                    "beginning and end. Background processes that still hold the output open when the "
+                    "beginning and end here; the whole output is then saved to a file whose path is "
+                    "given, to be read with read_file (offset/limit). Background processes that still hold the output open when the "
                     "command ends are stopped; redirect their output to a file to keep them running. "
                     "Prefer read_file, write_file, edit_file and glob for reading and changing files."
                 ),
@@ -510,14 +568,17 @@ class ToolBox:
             executable=self._shell,
         )
         output = _BoundedOutput(self.output_limit)
+        spill = _Spill(self.spill_dir) if self.spill_dir is not None else None
         assert process.stdout is not None
-        pump = asyncio.create_task(self._pump(process.stdout, output))
+        pump = asyncio.create_task(self._pump(process.stdout, output, spill))
         try:
             timed_out, stopped_background = await self._supervise(process, pump, timeout)
         except BaseException:
             # Cancelled: nothing the command started may outlive the call.
             if process.returncode is None or not pump.done():
                 _kill_group(process.pid)
+            if spill is not None:
+                await asyncio.shield(spill.finish())
             raise
         finally:
             if not pump.done():
@@ -529,6 +590,12 @@ class ToolBox:
         text = output.text() or "(no output)"
         if not text.endswith("\n"):
             text += "\n"
+        if spill is not None:
+            saved = await spill.finish()
+            if saved is not None:
+                text += f"[the full output ({output.total_bytes:,} bytes) is saved at {self.workspace.relative(saved)}]\n"
+            elif spill.failed is not None:
+                text += f"[the full output could not be saved: {spill.failed}]\n"
         if timed_out:
             return ToolOutput(f"{text}[timed out after {timeout:g}s; the command was killed]", is_error=True)
         if stopped_background:
@@ -575,10 +642,18 @@ class ToolBox:
             await _wait_for_exit(process, 2.0)
         return True, False
 
-    @staticmethod
-    async def _pump(stream: asyncio.StreamReader, output: _BoundedOutput) -> None:
+    async def _pump(self, stream: asyncio.StreamReader, output: _BoundedOutput, spill: _Spill | None) -> None:
+        spilling = False
         while chunk := await stream.read(_READ_CHUNK_BYTES):
             output.add(chunk)
+            if spill is None:
+                continue
+            if spilling:
+                await spill.write(chunk)
+            elif output.total_bytes > self.output_limit:
+                # From here the text may be clipped: everything so far is still held, save it all.
+                spilling = True
+                await spill.write(output.held())
 
     # -- files -----------------------------------------------------------------------------
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import stat
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -572,3 +574,29 @@ def test_schemas_describe_every_tool(ws: Path) -> None:
     assert "123" in by_name["read_file"]["description"]
     schemas[0]["name"] = "mutated"
     assert tools.schemas[0]["name"] == "bash"
+
+
+async def test_long_bash_output_is_saved_whole_in_the_archive(tmp_path: Path) -> None:
+    """Nothing is lost: output clipped for the context is kept in full under the tool-results dir."""
+    spill_dir = tmp_path / ".task_outputs" / "tool-results"
+
+    async def allow(name: str, tool_input: dict[str, Any]) -> bool:
+        return True
+
+    box = ToolBox(Workspace(tmp_path), permission=allow, output_limit=1_000, spill_dir=spill_dir)
+    script = "import sys\nfor i in range(5000): sys.stdout.write(f'line {i:05d} é\\n')\n"
+    (tmp_path / "emit.py").write_text(script, encoding="utf-8")
+    result = await box.run("bash", {"command": f"{sys.executable} emit.py"})
+    assert "chars omitted" in result.content
+    match = re.search(r"full output \(([\d,]+) bytes\) is saved at (\S+)\]", result.content)
+    assert match is not None, result.content
+    saved = tmp_path / match.group(2)
+    expected = "".join(f"line {i:05d} é\n" for i in range(5000))
+    assert saved.parent == spill_dir
+    assert saved.read_text(encoding="utf-8") == expected
+    assert int(match.group(1).replace(",", "")) == len(expected.encode("utf-8"))
+    assert not [path for path in spill_dir.iterdir() if path.name.endswith(".tmp")]
+
+    short = await box.run("bash", {"command": "echo short"})
+    assert "saved at" not in short.content
+    assert len(list(spill_dir.iterdir())) == 1
