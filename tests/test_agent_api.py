@@ -490,6 +490,32 @@ async def test_hanging_server_times_out_quickly(build: Build, anthropic_env: Fak
     assert agent.messages == [{"role": "user", "content": "hello"}]
 
 
+async def test_read_timeout_mid_stream_is_one_timeout_error(build: Build, anthropic_env: FakeAnthropicServer) -> None:
+    """The stream starts (message_start arrives), then stalls longer than the read timeout.
+
+    The SDK lets the HTTP library's ReadTimeout through unwrapped; it must still become one line.
+    """
+    anthropic_env.script(text_reply("one two three four five six", chunks=6, delay=1.5))
+    agent = build(request_timeout=0.5, max_retries=0)
+    started = time.monotonic()
+    events = await run(agent, "hello")
+    errors = of(events, ErrorEvent)
+    assert len(errors) == 1 and errors[0].kind == "timeout", errors
+    assert_one_line(errors[0].message)
+    assert "read timeout" in errors[0].message
+    assert time.monotonic() - started < 5
+    assert agent.messages == [{"role": "user", "content": "hello"}]
+
+
+async def test_stalled_stream_before_any_text_is_retried(build: Build, anthropic_env: FakeAnthropicServer) -> None:
+    anthropic_env.script(text_reply("never finished", chunks=3, delay=1.5), text_reply("second try"))
+    agent = build(request_timeout=0.5, max_retries=1)
+    events = await run(agent, "hello")
+    assert finished(events).text == "second try"
+    assert any("retry" in notice.message for notice in of(events, Notice))
+    assert len(anthropic_env.message_requests()) == 2
+
+
 # --------------------------------------------------------------------------- failing summaries
 
 
