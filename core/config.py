@@ -9,7 +9,7 @@ from typing import Any
 
 from core.compaction import CompactionSettings
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-5-5"  # the newest Sonnet the installed SDK lists
 
 
 def default_model() -> str:
