@@ -506,7 +506,7 @@ def main(repeats: int = 5) -> None:
         f"B: steps fired: {', '.join(b_steps)}; {size_of(base_b):,} -> {after:,} chars; identical results: yes"
     )
     print(
-        f"B: files written per run: {b_files} (seed port: plain write_text; Archive: temp file, fsync, link)"
+        f"B: files written per run: {b_files} (seed port: plain write_text; Archive: temp file then hard link, one thread hop per batch)"
     )
 
 
