@@ -112,6 +112,7 @@ class _Replacement:
     text: str | None
     path: str | None
     preview: str = ""
+    old_size: int | None = None  # JSON length of the content it replaces, when already known
 
     @property
     def tool_use_id(self) -> str:
@@ -136,7 +137,7 @@ class _Editor:
         block: dict[str, Any] = self.messages[index]["content"][block_index]
         return block
 
-    def set_block_content(self, index: int, block_index: int, content: str) -> None:
+    def set_block_content(self, index: int, block_index: int, content: str, old_size: int | None = None) -> None:
         old = self.messages[index]
         new_blocks = list(old["content"])
         old_block = new_blocks[block_index]
@@ -144,7 +145,9 @@ class _Editor:
         new = {**old, "content": new_blocks}
         if "content" in old_block:
             # Replacing one value changes the JSON by exactly the difference of the two values.
-            self.chars += _json_len(content) - _json_len(old_block["content"])
+            if old_size is None:
+                old_size = _json_len(old_block["content"])
+            self.chars += _json_len(content) - old_size
         else:
             self.chars += message_chars(new) - message_chars(old)
         self.messages[index] = new
@@ -289,15 +292,16 @@ class Compactor:
             if marker is not None and marker.kind == "placeholder":
                 continue
             item = _Replacement(index, block_index, block, text, self._trusted_persisted_path(content))
+            item.old_size = _json_len(content)
             expected = item.path or self.archive.expected_tool_result_path(item.tool_use_id)
-            projected += _json_len(placeholder(expected)) - _json_len(content)
+            projected += _json_len(placeholder(expected)) - item.old_size
             plan.append(item)
         if not plan:
             return _unchanged(messages)
         files = await self._save_planned(plan)
         editor = _Editor(messages, before)
         for item in plan:
-            editor.set_block_content(item.index, item.block_index, placeholder(item.saved_path))
+            editor.set_block_content(item.index, item.block_index, placeholder(item.saved_path), item.old_size)
         await self._emit("micro_compact", before, editor.chars, len(editor.changed), files,
                          f"{len(plan)} older read result(s) replaced by placeholders")
         return editor.messages
@@ -338,13 +342,16 @@ class Compactor:
             if replacement_size >= sizes[position]:
                 continue
             projected += replacement_size - sizes[position]
+            item.old_size = sizes[position]
             plan.append(item)
         if not plan:
             return _unchanged(messages)
         files = await self._save_planned(plan)
         editor = _Editor(messages, before)
         for item in plan:
-            editor.set_block_content(item.index, item.block_index, persisted_output(item.saved_path, item.preview))
+            editor.set_block_content(
+                item.index, item.block_index, persisted_output(item.saved_path, item.preview), item.old_size
+            )
         await self._emit("fit_tool_results", before, editor.chars, len(editor.changed), files,
                          f"{len(plan)} unseen result(s) persisted with short previews")
         return editor.messages

@@ -8,11 +8,13 @@ import time
 from pathlib import Path
 
 import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.agent import Agent
 from core.config import Settings
 from core.events import Notice
-from core.history import pairing_problems, repair_pairing
+from core.history import HistorySizer, pairing_problems, repair_pairing
 from core.session import SessionLog
 from core.tokens import TokenCounter
 
@@ -108,3 +110,27 @@ async def test_an_unwritable_session_log_is_reported_once_and_loses_nothing(tmp_
     assert len(notices) == 1 and "cannot write session log" in notices[0]
     assert len(agent.messages) == 4  # the conversation itself went on
     await agent.aclose()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    operations=st.lists(
+        st.tuples(st.sampled_from(["append", "replace", "edit_last", "pop"]), st.text(max_size=40)),
+        max_size=40,
+    )
+)
+def test_history_sizer_stays_exact_as_a_history_grows_and_changes(operations: list[tuple[str, str]]) -> None:
+    """The compactor's incremental sizer equals the real JSON length after every kind of change the
+    agent makes: appends, whole-message replacements, an in-place edit of the newest message, a pop."""
+    sizer = HistorySizer()
+    messages: list[dict] = [{"role": "user", "content": "start"}]
+    for operation, text in operations:
+        if operation == "append":
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": text}]})
+        elif operation == "replace":
+            messages[len(text) % len(messages)] = {"role": "user", "content": text + "🙂"}
+        elif operation == "edit_last" and isinstance(messages[-1]["content"], list):
+            messages[-1]["content"][0]["text"] = text * 3
+        elif operation == "pop" and len(messages) > 1:
+            messages.pop()
+        assert sizer.measure(messages) == len(json.dumps(messages, default=str, ensure_ascii=False))
