@@ -62,6 +62,17 @@ def _one_line(text: str) -> str:
     return re.sub(r"\s*[\r\n]+\s*", " ", text).strip()
 
 
+def _not_relative(text: str, noun: str) -> str | None:
+    """Why `text` cannot name something inside the workspace (empty, NUL byte, absolute), or None."""
+    if not text.strip():
+        return f"{noun.capitalize()} is empty."
+    if "\x00" in text:
+        return f"{noun.capitalize()} {text!r} contains a NUL byte."
+    if os.path.isabs(text):
+        return f"Absolute {noun} {text!r} is not allowed; use a {noun} relative to the workspace root."
+    return None
+
+
 class Workspace:
     """The directory the file tools are confined to."""
 
@@ -76,14 +87,8 @@ class Workspace:
         """
         if not isinstance(path, str):
             raise WorkspaceError("Path must be a string.")
-        if not path.strip():
-            raise WorkspaceError("Path is empty.")
-        if "\x00" in path:
-            raise WorkspaceError(f"Path {path!r} contains a NUL byte.")
-        if os.path.isabs(path):
-            raise WorkspaceError(
-                f"Absolute path {path!r} is not allowed; use a path relative to the workspace root."
-            )
+        if problem := _not_relative(path, "path"):
+            raise WorkspaceError(problem)
         depth = 0
         for part in path.split("/"):
             if part in ("", "."):
@@ -802,14 +807,8 @@ class ToolBox:
 
     async def _glob(self, tool_input: dict[str, Any]) -> ToolOutput:
         pattern = _require_str(tool_input, "pattern")
-        if not pattern.strip():
-            raise _ToolError("Input field 'pattern' must not be empty.")
-        if "\x00" in pattern:
-            raise _ToolError(f"Pattern {pattern!r} contains a NUL byte.")
-        if os.path.isabs(pattern):
-            raise _ToolError(
-                f"Absolute pattern {pattern!r} is not allowed; use a pattern relative to the workspace root."
-            )
+        if problem := _not_relative(pattern, "pattern"):
+            raise _ToolError(problem)
         segments = [segment for segment in pattern.split("/") if segment not in ("", ".")]
         if ".." in segments:
             raise _ToolError(f"Pattern {pattern!r} contains '..'; glob only searches inside the workspace.")
