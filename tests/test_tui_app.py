@@ -6,11 +6,11 @@ Every test drives the real CtxApp with the real offline agent (no network, no AP
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pilot_helpers import settled, wait_for
 from textual.message import Message
 from textual.pilot import Pilot
 
@@ -31,21 +31,6 @@ from tui.widgets.tool_block import ToolBlock
 def make_agent(workdir: Path, **kwargs: Any) -> Agent:
     (workdir / "a.txt").write_text("hello world\nsecond line\n", encoding="utf-8")
     return Agent.from_settings(Settings(workdir=workdir, offline=True), **kwargs)
-
-
-async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], limit: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError("timed out waiting for the app")
-        await pilot.pause(0.02)
-
-
-async def settled(pilot: Pilot[Any], app: CtxApp, turns: int) -> None:
-    """Wait until `turns` turns have completed and the tree caught up."""
-    await wait_for(pilot, lambda: app.turns_completed >= turns and not app.message_tree.syncing)
-    await pilot.pause()
 
 
 async def type_and_send(pilot: Pilot[Any], text: str, *, keys: bool = False) -> None:

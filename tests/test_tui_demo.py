@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pilot_helpers import wait_for as _wait_for
 from textual.message import Message
 from textual.pilot import Pilot
 
@@ -20,12 +20,7 @@ from tui.widgets.chat_blocks import UserBlock
 
 
 async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], limit: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError("timed out waiting for the app")
-        await pilot.pause(0.05)
+    await _wait_for(pilot, condition, limit=limit, step=0.05)
 
 
 def demo_finished(app: CtxApp) -> bool:

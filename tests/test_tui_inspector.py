@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pilot_helpers import settled, wait_for
 from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import TextArea
@@ -28,20 +27,6 @@ from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.message_tree import MessageTree, NodeInfo
 
 FORGED = "../../etc/passwd"
-
-
-async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], limit: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError("timed out waiting for the app")
-        await pilot.pause(0.02)
-
-
-async def settled(pilot: Pilot[Any], app: CtxApp, turns: int = 0) -> None:
-    await wait_for(pilot, lambda: app.turns_completed >= turns and not app.message_tree.syncing)
-    await pilot.pause()
 
 
 def agent_with(workdir: Path, messages: list[dict[str, Any]], settings: CompactionSettings | None = None) -> Agent:

@@ -10,7 +10,6 @@ and the turn indicator are frozen, the spinner has one frame, and cursors do not
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pilot_helpers import wait_for as _wait_for
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
@@ -71,12 +71,7 @@ def make_app(workdir: Path, *, compaction: CompactionSettings | None = None, ask
 
 
 async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], within: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError("timed out waiting for the app")
-        await pilot.pause(0.02)
+    await _wait_for(pilot, condition, limit=within)
 
 
 def freeze_cursors(app: CtxApp) -> None:

@@ -1,0 +1,27 @@
+"""Helpers shared by the Pilot tests: wait for the real app to reach a state."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from textual.pilot import Pilot
+
+from tui.app import CtxApp
+
+
+async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], limit: float = 10.0, step: float = 0.02) -> None:
+    """Let the app run until `condition()` holds; fail after `limit` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError("timed out waiting for the app")
+        await pilot.pause(step)
+
+
+async def settled(pilot: Pilot[Any], app: CtxApp, turns: int = 0) -> None:
+    """Wait until `turns` turns have completed and the message tree caught up."""
+    await wait_for(pilot, lambda: app.turns_completed >= turns and not app.message_tree.syncing)
+    await pilot.pause()
