@@ -296,15 +296,10 @@ class Compactor:
             expected = item.path or self.archive.expected_tool_result_path(item.tool_use_id)
             projected += _json_len(placeholder(expected)) - item.old_size
             plan.append(item)
-        if not plan:
-            return _unchanged(messages)
-        files = await self._save_planned(plan)
-        editor = _Editor(messages, before)
-        for item in plan:
-            editor.set_block_content(item.index, item.block_index, placeholder(item.saved_path), item.old_size)
-        await self._emit("micro_compact", before, editor.chars, len(editor.changed), files,
-                         f"{len(plan)} older read result(s) replaced by placeholders")
-        return editor.messages
+        return await self._apply_plan(
+            messages, before, plan, lambda item: placeholder(item.saved_path),
+            "micro_compact", f"{len(plan)} older read result(s) replaced by placeholders",
+        )
 
     async def fit_tool_results(self, messages: Sequence[Message], target_chars: int) -> list[Message]:
         """Step 3b, only if still over the limit: fit the unseen results.
@@ -344,17 +339,10 @@ class Compactor:
             projected += replacement_size - sizes[position]
             item.old_size = sizes[position]
             plan.append(item)
-        if not plan:
-            return _unchanged(messages)
-        files = await self._save_planned(plan)
-        editor = _Editor(messages, before)
-        for item in plan:
-            editor.set_block_content(
-                item.index, item.block_index, persisted_output(item.saved_path, item.preview), item.old_size
-            )
-        await self._emit("fit_tool_results", before, editor.chars, len(editor.changed), files,
-                         f"{len(plan)} unseen result(s) persisted with short previews")
-        return editor.messages
+        return await self._apply_plan(
+            messages, before, plan, lambda item: persisted_output(item.saved_path, item.preview),
+            "fit_tool_results", f"{len(plan)} unseen result(s) persisted with short previews",
+        )
 
     # --- step 4 --------------------------------------------------------------------------------
 
@@ -432,6 +420,25 @@ class Compactor:
             raise CompactionError(str(error), partial) from error
 
     # --- helpers -------------------------------------------------------------------------------
+
+    async def _apply_plan(
+        self,
+        messages: Sequence[Message],
+        before: int,
+        plan: list[_Replacement],
+        render: Callable[[_Replacement], str],
+        step: str,
+        detail: str,
+    ) -> list[Message]:
+        """Save the planned results, then (only then) replace each block with `render(item)`."""
+        if not plan:
+            return _unchanged(messages)
+        files = await self._save_planned(plan)
+        editor = _Editor(messages, before)
+        for item in plan:
+            editor.set_block_content(item.index, item.block_index, render(item), item.old_size)
+        await self._emit(step, before, editor.chars, len(editor.changed), files, detail)
+        return editor.messages
 
     async def _save_planned(self, plan: list[_Replacement]) -> list[str]:
         """Save every planned result that has no file yet, in one batch; returns the new files.
