@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.archive import Archive, ArchiveError
-from core.events import CompactionStep
+from core.events import CompactionStep, StepName
 from core.history import (
     HistorySizer,
     has_tool_use,
@@ -174,7 +174,7 @@ class Compactor:
         """`core.history.estimate_chars`, incremental for the history this compactor keeps seeing."""
         return self._sizer.measure(messages)
 
-    async def _emit(self, step: str, before: int, after: int, affected: int, files: Sequence[str],
+    async def _emit(self, step: StepName, before: int, after: int, affected: int, files: Sequence[str],
                     detail: str = "") -> None:
         if self.on_event is None:
             return
@@ -427,7 +427,7 @@ class Compactor:
         before: int,
         plan: list[_Replacement],
         render: Callable[[_Replacement], str],
-        step: str,
+        step: StepName,
         detail: str,
     ) -> list[Message]:
         """Save the planned results, then (only then) replace each block with `render(item)`."""

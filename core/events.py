@@ -3,7 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
+
+StepName = Literal[
+    "tool_result_budget",
+    "snip_compact",
+    "micro_compact",
+    "fit_tool_results",
+    "compact_history",
+    "reactive_compact",
+]
+"""The compaction steps, in pipeline order (reactive_compact is the fallback after an API refusal)."""
+
+STEP_ORDER: tuple[StepName, ...] = get_args(StepName)
+
+MarkerKind = Literal["persisted", "placeholder", "snip", "compacted", "reactive"]
+"""The markers compaction leaves in the history (see core/markers.py for their exact text)."""
+
+MARKER_KINDS: tuple[MarkerKind, ...] = get_args(MarkerKind)
 
 
 @dataclass(frozen=True)
@@ -52,13 +69,9 @@ class ToolCallFinished:
 
 @dataclass(frozen=True)
 class CompactionStep:
-    """One compaction step changed the history.
+    """One compaction step changed the history (`step` is one of STEP_ORDER)."""
 
-    `step` is one of: tool_result_budget, snip_compact, micro_compact, fit_tool_results,
-    compact_history, reactive_compact.
-    """
-
-    step: str
+    step: StepName
     chars_before: int
     chars_after: int
     messages_affected: int

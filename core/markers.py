@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from core.events import MarkerKind
+
 PERSISTED_OPEN = "<persisted-output>"
 PERSISTED_CLOSE = "</persisted-output>"
 CURRENT_REQUEST_HEADING = "Current user request:\n"
@@ -60,7 +62,7 @@ class Marker:
     resolves it.
     """
 
-    kind: str
+    kind: MarkerKind
     path: str
     count: int | None = None
     request: str | None = None
@@ -85,6 +87,6 @@ def parse_marker(text: Any) -> Marker | None:
             summary = decoded if isinstance(decoded, str) else summary
         except ValueError:
             pass
-        kind = "compacted" if match["title"] == "Compacted" else "reactive"
+        kind: MarkerKind = "compacted" if match["title"] == "Compacted" else "reactive"
         return Marker(kind, match["path"], request=match["request"], summary=summary)
     return None
