@@ -1,21 +1,27 @@
 """The agent loop: prepare the context, stream the model, run the tools, repeat.
 
-`Agent.run_turn(text)` is an async generator of events (core/events.py). Whatever happens (an API
-error, a failed summary, a cancelled task, a closed generator) the history it leaves is API-valid:
-every tool_use is answered and no half-written assistant message is kept.
+`Agent.run_turn(text)` is an async generator of events (core/events.py), yielded in the order
+things happen: it is the only channel from the core to a UI. A tool that needs consent yields
+`PermissionRequested` and waits for its `reply` future. Whatever happens (an API error, a failed
+summary, a cancelled task, a closed generator) one place, `_finish`, ends the turn, and the history
+it leaves is API-valid: every tool_use is answered and no half-written assistant message is kept.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.archive import Archive
 from core.compaction import CompactionError, Compactor
 from core.config import Settings
 from core.events import (
+    PERMISSION_CHOICES,
     AgentEvent,
     AssistantMessage,
     CompactionStep,
@@ -23,17 +29,20 @@ from core.events import (
     ErrorEvent,
     HistoryChanged,
     Notice,
+    PermissionRequested,
+    Splice,
+    StepName,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
     TurnFinished,
     TurnStarted,
 )
-from core.history import interrupted_result, text_of
-from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, TextChunk
+from core.history import interrupted_result, splice_between, text_of
+from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, Retrying, TextChunk
 from core.session import SessionLog
 from core.tokens import TokenCounter
-from core.tools import COMPACT_TOOL_OUTPUT, PermissionCallback, ToolBox, Workspace
+from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput, Workspace
 
 Message = dict[str, Any]
 
@@ -48,6 +57,31 @@ for large files) when you need the full text again. Call the compact tool when a
 and its details are no longer needed."""
 
 DEFAULT_MAX_STEPS = 50
+
+
+def denied_output(tool: str) -> ToolOutput:
+    """What the model reads when the user refused a tool call."""
+    if tool == "bash":
+        return ToolOutput(PERMISSION_DENIED, is_error=True)
+    return ToolOutput(f"Permission denied: the user did not allow this {tool} call.", is_error=True)
+
+
+@dataclass
+class _Turn:
+    """What one turn has done so far: the batch being answered, the final text, how it ended."""
+
+    request: str
+    batch: list[Message] = field(default_factory=list)  # tool_use blocks of the reply being answered
+    answered: list[Message] = field(default_factory=list)  # their tool_results so far
+    waiting: asyncio.Future[str] | None = None  # an unanswered PermissionRequested.reply
+    response: ModelResponse | None = None
+    final_text: str = ""
+    error: str | None = None
+    error_kind: str = "error"
+    finished: bool = False
+
+    def fail(self, message: str, kind: str) -> None:
+        self.error, self.error_kind = message, kind
 
 
 class Agent:
@@ -65,6 +99,7 @@ class Agent:
         token_counter: TokenCounter | None = None,
         system_prompt: str | None = None,
         max_steps: int = DEFAULT_MAX_STEPS,
+        allow_all: bool | None = None,
     ) -> None:
         self.model = model
         self.toolbox = toolbox
@@ -75,25 +110,23 @@ class Agent:
         self.tokens = token_counter or TokenCounter()
         self.system_prompt = system_prompt or SYSTEM_PROMPT.format(workdir=toolbox.workspace.root)
         self.max_steps = max_steps
+        self.allow_all = self.settings.yes if allow_all is None else allow_all
+        """Run tools that need consent without asking (`--yes`)."""
+        self.allowed_for_session: set[str] = set()
+        """Tools the user allowed for the rest of this session ("session" answers)."""
         self.last_request = _last_request(self._messages)
         self.last_input_tokens: int | None = None
         self.running = False
-        self._pending: list[AgentEvent] = []
-        self._reported_session_error: str | None = None
-        compactor.on_event = self._on_compaction
-        if hasattr(model, "on_retry"):
-            model.on_retry = self._on_retry
+        self.resumed_from: str | None = None
+        self._announce: Notice | None = None  # said once, at the start of the first turn
+        self._steps: list[CompactionStep] = []  # what the compactor reported during the current call
+        self._session_error: str | None = None
+        compactor.on_event = self._steps.append
 
     # --- construction -------------------------------------------------------------------------
 
     @classmethod
-    def from_settings(
-        cls,
-        settings: Settings,
-        *,
-        permission: PermissionCallback | None = None,
-        model: Model | None = None,
-    ) -> Agent:
+    def from_settings(cls, settings: Settings, *, model: Model | None = None, allow_all: bool | None = None) -> Agent:
         """Build the whole stack from settings: model (offline without a key), tools, archive, session."""
         workdir = settings.workdir.resolve()
         settings.workdir = workdir
@@ -102,7 +135,6 @@ class Agent:
         archive = Archive(workdir)
         toolbox = ToolBox(
             Workspace(workdir),
-            permission=permission,
             bash_timeout=settings.bash_timeout,
             output_limit=settings.tool_output_limit,
             read_line_limit=settings.read_line_limit,
@@ -110,18 +142,20 @@ class Agent:
         )
         compactor = Compactor(archive, summarize=model.summarize, settings=settings.compaction)
         messages: list[Message] = []
-        notice = None
+        resumed = None
         if settings.resume:
             latest = SessionLog.latest(settings.state_dir)
             if latest is not None:
                 messages = SessionLog.load(latest)
-                notice = f"resumed {len(messages)} messages from {latest}"
+                resumed = str(latest)
         session = SessionLog.create(settings.state_dir, {"model": model.name, "workdir": str(workdir)})
-        agent = cls(model, toolbox, compactor, settings=settings, session=session, messages=messages)
+        agent = cls(model, toolbox, compactor, settings=settings, session=session, messages=messages,
+                    allow_all=allow_all)
         if messages:
             session.replace(messages, "resume")
-        if notice:
-            agent._pending.append(Notice(notice))
+        if resumed is not None:
+            agent.resumed_from = resumed
+            agent._announce = Notice(f"resumed {len(messages)} messages from {resumed}")
         return agent
 
     # --- state ----------------------------------------------------------------------------------
@@ -139,33 +173,28 @@ class Agent:
     def chars(self) -> int:
         return self.compactor.estimate_chars(self._messages)
 
-    def _append(self, message: Message) -> None:
+    def _append(self, message: Message, reason: str) -> HistoryChanged:
+        start = len(self._messages)
         self._messages.append(message)
         if self.session is not None:
             self.session.message(message)
+        return self._changed((Splice(start, 0, (message,)),), reason)
 
-    def _replace(self, messages: list[Message], reason: str) -> None:
-        self._messages = list(messages)
+    def _replace(self, messages: Sequence[Message], reason: str) -> HistoryChanged | None:
+        old, new = self._messages, list(messages)
+        changes = splice_between(old, new)
+        if not changes:
+            return None
+        self._messages = new
         if self.session is not None:
             self.session.replace(self._messages, reason)
+        return self._changed(changes, reason)
 
-    def _on_compaction(self, step: CompactionStep) -> None:
-        self._pending.append(step)
-
-    def _on_retry(self, message: str) -> None:
-        self._pending.append(Notice(f"retrying: {message}"))
-
-    def _drain(self) -> list[AgentEvent]:
-        if self.session is not None and self.session.error and self.session.error != self._reported_session_error:
-            self._reported_session_error = self.session.error
-            self._pending.append(Notice(f"{self.session.error} (kept in memory, retried on the next write)"))
-        events, self._pending = self._pending, []
-        if self.session is not None:
-            for event in events:
-                self.session.event(event)
-        return events
+    def _changed(self, changes: tuple[Splice, ...], reason: str) -> HistoryChanged:
+        return HistoryChanged(len(self._messages), self.chars, changes, reason)
 
     async def measure(self) -> ContextMeasured:
+        """The figures of the history as it is now (tokens counted off the event loop)."""
         tokens: int | None
         try:
             tokens = await self.tokens.count_async(self._messages)
@@ -179,202 +208,217 @@ class Agent:
             input_tokens=self.last_input_tokens,
         )
 
-    def new_session(self) -> None:
+    def new_session(self) -> HistoryChanged:
         """Forget the history and start a new session file (archives and old sessions stay on disk)."""
+        old = self._messages
         self._messages = []
         self.last_request = ""
         self.last_input_tokens = None
+        self.allowed_for_session.clear()
         if self.session is not None:
-            old = self.session
+            previous = self.session
             self.session = SessionLog.create(self.settings.state_dir, {"model": self.model.name})
-            old.close_soon()
+            previous.close_soon()
+        return self._changed(splice_between(old, self._messages), "new session")
 
-    # --- the loop -------------------------------------------------------------------------------
+    # --- the turn -------------------------------------------------------------------------------
 
     async def run_turn(self, text: str) -> AsyncIterator[AgentEvent]:
-        """Run one user turn to the end, yielding events as they happen."""
+        """Run one user turn to the end, yielding every event as it happens."""
         if self.running:
             yield ErrorEvent("a turn is already running", "busy")
             return
         self.running = True
+        turn = _Turn(text)
         self.last_request = text
-        batch: list[Message] = []  # tool_use blocks of the assistant message being answered
-        answered: list[Message] = []  # their tool_results so far
-        final_text = ""
-        finished = False
         try:
-            self._append({"role": "user", "content": text})
-            yield TurnStarted(text)
-            for event in self._drain():
-                yield event
-            reactive_retries = 0
-            steps = 0
-            while True:
-                steps += 1
-                if steps > self.max_steps:
-                    message = f"stopped after {self.max_steps} model calls in one turn"
-                    yield ErrorEvent(message, "limit")
-                    yield TurnFinished(final_text, error=message)
-                    finished = True
-                    return
-                async for event in self._prepare():
-                    yield event
-                yield await self.measure()
-
-                response: ModelResponse | None = None
-                streamed: list[str] = []
-                try:
-                    async for chunk in self.model.stream(
-                        system=self.system_prompt,
-                        messages=self._messages,
-                        tools=self.toolbox.schemas,
-                        max_tokens=self.settings.max_tokens,
-                    ):
-                        if isinstance(chunk, TextChunk):
-                            streamed.append(chunk.text)
-                            yield TextDelta(chunk.text)
-                        else:
-                            response = chunk
-                        for event in self._drain():
-                            yield event
-                except PromptTooLongError as error:
-                    for event in self._drain():
-                        yield event
-                    if reactive_retries >= self.compactor.settings.max_reactive_retries:
-                        message = f"the API still refuses the context after reactive compaction: {error}"
-                        yield ErrorEvent(message, error.kind)
-                        yield TurnFinished(final_text, error=message)
-                        finished = True
-                        return
-                    reactive_retries += 1
-                    async for event in self._reactive():
-                        yield event
-                    continue
-                except ModelError as error:
-                    for event in self._drain():
-                        yield event
-                    yield ErrorEvent(str(error), error.kind)
-                    yield TurnFinished(final_text, error=str(error))
-                    finished = True
-                    return
-                for event in self._drain():
-                    yield event
-                if response is None:
-                    message = "the model stream ended without a message"
-                    yield ErrorEvent(message, "api")
-                    yield TurnFinished(final_text, error=message)
-                    finished = True
-                    return
-                if response.input_tokens:
-                    self.last_input_tokens = response.input_tokens
-                content = [block for block in response.content if isinstance(block, dict)]
-                if not content:
-                    content = [{"type": "text", "text": "".join(streamed) or "(no reply)"}]
-                tool_uses = [block for block in content if block.get("type") == "tool_use"]
-                batch, answered = tool_uses, []
-                self._append({"role": "assistant", "content": content})
-                yield AssistantMessage(content, response.stop_reason)
-                yield HistoryChanged(len(self._messages))
-                final_text = text_of({"content": content}) or final_text
-                if not tool_uses:
-                    yield await self.measure()
-                    yield TurnFinished(final_text, usage=dict(response.usage))
-                    finished = True
-                    return
-
-                compact_focus: str | None = None
-                compact_requested = False
-                for block in tool_uses:
-                    name = str(block.get("name", ""))
-                    tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
-                    assert isinstance(tool_input, dict)
-                    yield ToolCallStarted(str(block.get("id")), name, tool_input)
-                    started = time.monotonic()
-                    waited = self.toolbox.permission_wait
-                    output = await self.toolbox.run(name, tool_input)
-                    started += self.toolbox.permission_wait - waited  # time asking the user is not run time
-                    if name == "compact" and output.content == COMPACT_TOOL_OUTPUT:
-                        compact_requested = True
-                        focus = tool_input.get("focus")
-                        compact_focus = str(focus) if focus else compact_focus
-                    result: Message = {
-                        "type": "tool_result",
-                        "tool_use_id": block.get("id"),
-                        "content": output.content,
-                    }
-                    if output.is_error:
-                        result["is_error"] = True
-                    answered.append(result)
-                    yield ToolCallFinished(
-                        str(block.get("id")), name, tool_input, output.content, len(output.content),
-                        time.monotonic() - started, output.is_error,
-                    )
-                self._append({"role": "user", "content": answered})
-                batch, answered = [], []
-                yield HistoryChanged(len(self._messages))
-                if compact_requested:
-                    async for event in self._compact(compact_focus):
-                        yield event
+            async with contextlib.aclosing(self._turn(turn)) as events:
+                async for event in events:
+                    yield self._log(event)
+                    if notice := self._session_notice():
+                        yield notice
+            if turn.error is not None:
+                yield self._log(ErrorEvent(turn.error, turn.error_kind))
+            turn.finished = True
+            usage = dict(turn.response.usage) if turn.response is not None and turn.error is None else {}
+            yield TurnFinished(turn.final_text, error=turn.error, usage=usage)
         finally:
-            self._close_batch(batch, answered)
-            self.running = False
-            if not finished and self.session is not None:
-                self.session.record({"type": "event", "kind": "TurnCancelled", "event": {}})
+            self._finish(turn)
 
-    def _close_batch(self, batch: list[Message], answered: list[Message]) -> None:
-        """After a cancel: answer every tool_use of the interrupted batch so the history stays valid."""
-        if not batch:
-            return
-        done = {result.get("tool_use_id") for result in answered}
-        results = list(answered) + [
-            interrupted_result(str(block.get("id"))) for block in batch if block.get("id") not in done
-        ]
-        self._append({"role": "user", "content": results})
-
-    async def _prepare(self) -> AsyncIterator[AgentEvent]:
-        before = self._messages
-        try:
-            prepared = await self.compactor.prepare(before, self.last_request)
-        except CompactionError as error:
-            for event in self._drain():
+    async def _turn(self, turn: _Turn) -> AsyncGenerator[AgentEvent, None]:
+        """Prepare, one model call, one tool batch; again until the model stops calling tools."""
+        yield self._append({"role": "user", "content": turn.request}, "user")
+        yield TurnStarted(turn.request)
+        if self._announce is not None:
+            yield self._announce
+            self._announce = None
+        reactive_retries = 0
+        for _ in range(self.max_steps):
+            async for event in self._prepare():
                 yield event
-            if error.partial is not None:
-                self._replace(error.partial, "prepare (partial)")
-                yield HistoryChanged(len(self._messages))
+            yield await self.measure()
+            turn.response = None
+            try:
+                async with contextlib.aclosing(self._call_model(turn)) as stream:
+                    async for event in stream:
+                        yield event
+            except PromptTooLongError as error:
+                if reactive_retries >= self.compactor.settings.max_reactive_retries:
+                    turn.fail(f"the API still refuses the context after reactive compaction: {error}", error.kind)
+                    return
+                reactive_retries += 1
+                async for event in self._compaction("reactive_compact", None):
+                    yield event
+                continue
+            except ModelError as error:
+                turn.fail(str(error), error.kind)
+                return
+            response = turn.response
+            if response is None:
+                turn.fail("the model stream ended without a message", "api")
+                return
+            async for event in self._record_reply(turn, response):
+                yield event
+            if not turn.batch:
+                yield await self.measure()
+                return
+            async for event in self._run_tools(turn):
+                yield event
+        turn.fail(f"stopped after {self.max_steps} model calls in one turn", "limit")
+
+    async def _call_model(self, turn: _Turn) -> AsyncGenerator[AgentEvent, None]:
+        """Stream one model call; the complete reply lands in `turn.response`."""
+        stream = self.model.stream(
+            system=self.system_prompt,
+            messages=self._messages,
+            tools=self.toolbox.schemas,
+            max_tokens=self.settings.max_tokens,
+        )
+        async with contextlib.aclosing(stream):  # type: ignore[type-var]  # the protocol says AsyncIterator
+            async for chunk in stream:
+                if isinstance(chunk, TextChunk):
+                    yield TextDelta(chunk.text)
+                elif isinstance(chunk, Retrying):
+                    yield Notice(f"retrying: {chunk.message}", "retry")
+                else:
+                    turn.response = chunk
+
+    async def _record_reply(self, turn: _Turn, response: ModelResponse) -> AsyncGenerator[AgentEvent, None]:
+        """Append the complete assistant message; its tool calls become the batch to answer."""
+        if response.input_tokens:
+            self.last_input_tokens = response.input_tokens
+        content = [block for block in response.content if isinstance(block, dict)]
+        if not content:
+            content = [{"type": "text", "text": "(no reply)"}]
+        turn.batch = [block for block in content if block.get("type") == "tool_use"]
+        turn.answered = []
+        yield self._append({"role": "assistant", "content": content}, "assistant")
+        yield AssistantMessage(content, response.stop_reason)
+        turn.final_text = text_of({"content": content}) or turn.final_text
+
+    async def _run_tools(self, turn: _Turn) -> AsyncGenerator[AgentEvent, None]:
+        """Run the batch in order (asking for consent where needed), then the compact tool if called."""
+        compact_requested = False
+        compact_focus: str | None = None
+        for block in turn.batch:
+            tool_use_id = str(block.get("id"))
+            name = str(block.get("name", ""))
+            raw_input = block.get("input")
+            tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
+            yield ToolCallStarted(tool_use_id, name, tool_input)
+            allowed = True
+            if self.toolbox.needs_permission(name, tool_input) and not self._pre_approved(name):
+                reply: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+                preview = await self.toolbox.permission_preview(name, tool_input)
+                turn.waiting = reply
+                yield PermissionRequested(tool_use_id, name, tool_input, reply, preview)
+                choice = await asyncio.shield(reply)  # a cancel leaves `reply` to `_finish`, which denies it
+                turn.waiting = None
+                if choice == "session":
+                    self.allowed_for_session.add(name)
+                allowed = choice in ("once", "session")
+            started = time.monotonic()
+            output = await self.toolbox.run(name, tool_input) if allowed else denied_output(name)
+            elapsed = time.monotonic() - started
+            if name == "compact" and output.content == COMPACT_TOOL_OUTPUT:
+                compact_requested = True
+                focus = tool_input.get("focus")
+                compact_focus = str(focus) if focus else compact_focus
+            result: Message = {"type": "tool_result", "tool_use_id": block.get("id"), "content": output.content}
+            if output.is_error:
+                result["is_error"] = True
+            turn.answered.append(result)
+            yield ToolCallFinished(
+                tool_use_id, name, tool_input, output.content, len(output.content), elapsed, output.is_error
+            )
+        answered, turn.batch, turn.answered = turn.answered, [], []
+        yield self._append({"role": "user", "content": answered}, "tools")
+        if compact_requested:
+            async for event in self._compaction("compact_history", compact_focus):
+                yield event
+            yield await self.measure()
+
+    def _pre_approved(self, tool: str) -> bool:
+        return self.allow_all or tool in self.allowed_for_session
+
+    def _finish(self, turn: _Turn) -> None:
+        """The one place a turn ends (completed, failed, cancelled or closed): repair and record it."""
+        if turn.waiting is not None and not turn.waiting.done():
+            turn.waiting.set_result("deny")
+        if turn.batch:
+            done = {result.get("tool_use_id") for result in turn.answered}
+            results = [*turn.answered] + [
+                interrupted_result(str(block.get("id"))) for block in turn.batch if block.get("id") not in done
+            ]
+            self._append({"role": "user", "content": results}, "interrupted")
+        self.running = False
+        if not turn.finished and self.session is not None:
+            self.session.record({"type": "event", "kind": "TurnCancelled", "event": {}})
+
+    # --- compaction -----------------------------------------------------------------------------
+
+    async def _prepare(self) -> AsyncGenerator[AgentEvent, None]:
+        """The pipeline before a model call; a failed step keeps what succeeded and the turn goes on."""
+        self._steps.clear()
+        try:
+            prepared = await self.compactor.prepare(self._messages, self.last_request)
+        except CompactionError as error:
+            for step in self._take_steps():
+                yield step
+            if error.partial is not None and (changed := self._replace(error.partial, "prepare (partial)")):
+                yield changed
             yield ErrorEvent(f"compaction: {error}; going on with the context as it is", "compaction")
             return
-        for event in self._drain():
-            yield event
-        if len(prepared) != len(before) or any(new is not old for new, old in zip(prepared, before, strict=True)):
-            self._replace(prepared, "prepare")
-            yield HistoryChanged(len(self._messages))
+        for step in self._take_steps():
+            yield step
+        if changed := self._replace(prepared, "prepare"):
+            yield changed
 
-    async def _reactive(self) -> AsyncIterator[AgentEvent]:
+    async def _compaction(self, step: StepName, focus: str | None) -> AsyncGenerator[AgentEvent, None]:
+        """compact_history (the compact tool, the user) or reactive_compact (an API refusal)."""
+        self._steps.clear()
+        call: Awaitable[list[Message]]
+        if step == "reactive_compact":
+            call = self.compactor.reactive_compact(self._messages, self.last_request)
+            label = "reactive compaction"
+        else:
+            call = self.compactor.compact_history(self._messages, self.last_request, focus=focus)
+            label = "compact"
         try:
-            compacted = await self.compactor.reactive_compact(self._messages, self.last_request)
+            compacted = await call
         except CompactionError as error:
-            for event in self._drain():
+            for event in self._take_steps():
                 yield event
-            yield ErrorEvent(f"reactive compaction: {error}", "compaction")
+            yield ErrorEvent(f"{label}: {error}", "compaction")
             return
-        self._replace(compacted, "reactive_compact")
-        for event in self._drain():
+        for event in self._take_steps():
             yield event
-        yield HistoryChanged(len(self._messages))
+        if changed := self._replace(compacted, step):
+            yield changed
 
-    async def _compact(self, focus: str | None) -> AsyncIterator[AgentEvent]:
-        try:
-            compacted = await self.compactor.compact_history(self._messages, self.last_request, focus=focus)
-        except CompactionError as error:
-            for event in self._drain():
-                yield event
-            yield ErrorEvent(f"compact: {error}", "compaction")
-            return
-        self._replace(compacted, "compact")
-        for event in self._drain():
-            yield event
-        yield HistoryChanged(len(self._messages))
-        yield await self.measure()
+    def _take_steps(self) -> list[CompactionStep]:
+        steps, self._steps[:] = list(self._steps), []
+        return steps
 
     async def compact(self, focus: str | None = None) -> AsyncIterator[AgentEvent]:
         """Compact the history now, on the user's request (the focus goes into the summary request)."""
@@ -386,10 +430,30 @@ class Agent:
             return
         self.running = True
         try:
-            async for event in self._compact(focus):
-                yield event
+            async with contextlib.aclosing(self._compaction("compact_history", focus)) as events:
+                async for event in events:
+                    yield self._log(event)
+                    if notice := self._session_notice():
+                        yield notice
+            yield await self.measure()
         finally:
             self.running = False
+
+    # --- the session log ------------------------------------------------------------------------
+
+    def _log(self, event: AgentEvent) -> AgentEvent:
+        """Record the events the session log keeps; hand the event back."""
+        if self.session is not None and isinstance(event, CompactionStep | Notice | ErrorEvent):
+            self.session.event(event)
+        return event
+
+    def _session_notice(self) -> Notice | None:
+        """A notice the first time the session log fails to write (and again if the failure changes)."""
+        error = self.session.error if self.session is not None else None
+        if error and error != self._session_error:
+            self._session_error = error
+            return self._log(Notice(f"{error} (kept in memory, retried on the next write)", "session"))  # type: ignore[return-value]
+        return None
 
     async def aclose(self) -> None:
         if self.session is not None:
@@ -404,7 +468,7 @@ def _last_request(messages: list[Message]) -> str:
     return ""
 
 
-def make_model(settings: Settings, on_retry: Callable[[str], Any] | None = None) -> Model:
+def make_model(settings: Settings) -> Model:
     """The Anthropic model when a key is configured (and --offline is not set), else the offline one."""
     if settings.use_offline:
         from core.model.offline import OfflineModel
@@ -418,5 +482,7 @@ def make_model(settings: Settings, on_retry: Callable[[str], Any] | None = None)
         timeout=settings.request_timeout,
         max_retries=settings.max_retries,
         retry_after_cap=settings.retry_after_cap,
-        on_retry=on_retry,
     )
+
+
+__all__ = ["PERMISSION_CHOICES", "Agent", "denied_output", "make_model"]

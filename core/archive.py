@@ -25,6 +25,8 @@ from typing import Any
 import aiofiles
 import aiofiles.os
 
+from core.text import error_line
+
 TRANSCRIPTS_DIR = ".transcripts"
 TOOL_RESULTS_DIR = ".task_outputs/tool-results"
 
@@ -56,11 +58,6 @@ def safe_name(tool_use_id: str) -> str:
     if cleaned != tool_use_id or not cleaned:
         cleaned = f"{cleaned or 'unknown'}-{_digest(tool_use_id, 8)}"
     return cleaned
-
-
-def _one_line(error: BaseException) -> str:
-    text = str(error) or type(error).__name__
-    return " ".join(text.split())
 
 
 class Archive:
@@ -107,7 +104,7 @@ class Archive:
             return await asyncio.to_thread(self._save_batch_sync, items)
         except OSError as error:
             self._ready_dirs.discard(self.tool_results_dir)
-            raise ArchiveError(f"cannot write archive files in {TOOL_RESULTS_DIR}: {_one_line(error)}") from error
+            raise ArchiveError(f"cannot write archive files in {TOOL_RESULTS_DIR}: {error_line(error)}") from error
 
     def _save_batch_sync(self, items: list[tuple[str, str]]) -> list[str]:
         paths = []
@@ -183,7 +180,7 @@ class Archive:
                 await aiofiles.os.replace(temp, target)
         except OSError as error:
             self._ready_dirs.discard(target.parent)  # re-created on the next save if it was removed
-            raise ArchiveError(f"cannot write archive file {self.relative(target)}: {_one_line(error)}") from error
+            raise ArchiveError(f"cannot write archive file {self.relative(target)}: {error_line(error)}") from error
         finally:
             with contextlib.suppress(OSError):
                 await aiofiles.os.remove(temp)
@@ -196,7 +193,7 @@ class Archive:
         try:
             await aiofiles.os.makedirs(folder, exist_ok=True)
         except OSError as error:
-            raise ArchiveError(f"cannot create archive directory {self.relative(folder)}: {_one_line(error)}") from error
+            raise ArchiveError(f"cannot create archive directory {self.relative(folder)}: {error_line(error)}") from error
         if not self._root_is_plain(folder):
             raise ArchiveError(
                 f"refusing to write in {self.relative(folder)}: the archive directory leads out of the workdir"
@@ -208,7 +205,7 @@ class Archive:
             async with aiofiles.open(target, "rb") as handle:
                 return bool(await handle.read() == data)
         except OSError as error:
-            raise ArchiveError(f"cannot read archive file {self.relative(target)}: {_one_line(error)}") from error
+            raise ArchiveError(f"cannot read archive file {self.relative(target)}: {error_line(error)}") from error
 
     # --- paths ---------------------------------------------------------------------------------
 
@@ -266,7 +263,7 @@ class Archive:
             async with aiofiles.open(found.absolute, "rb") as handle:
                 data = await handle.read()
         except OSError as error:
-            raise ArchiveError(f"cannot read {path}: {_one_line(error)}") from error
+            raise ArchiveError(f"cannot read {path}: {error_line(error)}") from error
         return data.decode("utf-8", errors="replace")
 
     async def read_transcript(self, path: str) -> list[Any]:
@@ -276,7 +273,7 @@ class Archive:
             # Only "\n" ends a record: JSON written with ensure_ascii=False may hold U+2028 and friends.
             return [json.loads(line) for line in text.split("\n") if line.strip()]
         except ValueError as error:
-            raise ArchiveError(f"transcript {path} is not valid JSONL: {_one_line(error)}") from error
+            raise ArchiveError(f"transcript {path} is not valid JSONL: {error_line(error)}") from error
 
     def _require(self, path: str) -> ArchivedFile:
         found = self.resolve(path)

@@ -39,6 +39,7 @@ from core.markers import (
     snip_marker,
     summary_message,
 )
+from core.text import error_line
 
 Message = dict[str, Any]
 Summarize = Callable[[str, str | None], Awaitable[str]]
@@ -482,8 +483,7 @@ class Compactor:
         except CompactionError:
             raise
         except Exception as error:
-            message = " ".join(str(error).split()) or type(error).__name__
-            raise CompactionError(f"summary failed, history left as it was: {message}") from error
+            raise CompactionError(f"summary failed, history left as it was: {error_line(error)}") from error
         if not isinstance(summary, str) or not summary.strip():
             raise CompactionError("summary failed, history left as it was: the summary was empty")
         return summary

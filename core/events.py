@@ -1,7 +1,13 @@
-"""Typed events produced by the core; the TUI turns each into a Textual message."""
+"""Typed events produced by the core; the TUI turns each into a Textual message.
+
+`Agent.run_turn` yields them in the order things happened; each carries the figures it reports, so
+a consumer never has to ask the agent again. `PermissionRequested` is the only event that expects an
+answer: its `reply` future.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -54,6 +60,26 @@ class ToolCallStarted:
     input: dict[str, Any]
 
 
+PermissionChoice = Literal["once", "session", "deny"]
+PERMISSION_CHOICES: tuple[PermissionChoice, ...] = get_args(PermissionChoice)
+
+
+@dataclass(frozen=True)
+class PermissionRequested:
+    """A tool that needs consent is about to run; set `reply` to "once", "session" or "deny".
+
+    The turn waits for the answer. Closing the turn while it waits denies the call (its result is
+    `[interrupted]`) and resolves `reply` with "deny". `preview` is what the tool would change
+    (a diff for file writes; empty for bash, whose `input` is shown whole).
+    """
+
+    tool_use_id: str
+    tool: str
+    input: dict[str, Any]
+    reply: asyncio.Future[str]
+    preview: str = ""
+
+
 @dataclass(frozen=True)
 class ToolCallFinished:
     """A tool finished (or was denied / interrupted)."""
@@ -103,17 +129,41 @@ class ContextMeasured:
 
 
 @dataclass(frozen=True)
+class Splice:
+    """One change of the history: `removed` messages at `start` were replaced by `added`."""
+
+    start: int
+    removed: int
+    added: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
 class HistoryChanged:
-    """The agent's history was replaced or appended to; widgets should re-read `agent.messages`."""
+    """The history changed: its new length and size, and the splices that turn the old into the new.
+
+    Applying `changes` in order to the previous history gives the current one, so a view can update
+    only what changed. `reason` says why ("user", "assistant", "tools", a step name, "resume", ...).
+    """
 
     length: int
+    chars: int = 0
+    changes: tuple[Splice, ...] = ()
+    reason: str = ""
+
+
+NoticeKind = Literal["info", "retry", "session", "warning"]
 
 
 @dataclass(frozen=True)
 class Notice:
-    """Something worth telling the user that is not an error (a retry, a resumed session)."""
+    """Something worth telling the user that is not an error.
+
+    kind: "retry" (a model call is retried), "session" (the session log cannot be written),
+    "warning" (something the user should act on), "info" (anything else, e.g. a resumed session).
+    """
 
     message: str
+    kind: NoticeKind = "info"
 
 
 @dataclass(frozen=True)
@@ -139,6 +189,7 @@ AgentEvent = (
     | TextDelta
     | AssistantMessage
     | ToolCallStarted
+    | PermissionRequested
     | ToolCallFinished
     | CompactionStep
     | ContextMeasured

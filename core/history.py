@@ -11,6 +11,8 @@ import operator
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from core.events import Splice
+
 Message = dict[str, Any]
 Block = dict[str, Any]
 
@@ -303,3 +305,21 @@ def repair_pairing(messages: Sequence[Message]) -> list[Message]:
             repaired.append({"role": "user", "content": [interrupted_result(use) for use in uses]})
         index += 1
     return repaired
+
+
+def splice_between(old: Sequence[Any], new: Sequence[Any]) -> tuple[Splice, ...]:
+    """The splice that turns `old` into `new`: messages kept by identity at both ends stay.
+
+    Empty when the two hold the same message objects in the same order.
+    """
+    limit = min(len(old), len(new))
+    start = 0
+    while start < limit and old[start] is new[start]:
+        start += 1
+    if start == len(old) == len(new):
+        return ()
+    end_old, end_new = len(old), len(new)
+    while end_old > start and end_new > start and old[end_old - 1] is new[end_new - 1]:
+        end_old -= 1
+        end_new -= 1
+    return (Splice(start, end_old - start, tuple(new[start:end_new])),)

@@ -23,12 +23,10 @@ from typing import Any
 import aiofiles
 import aiofiles.os
 
-PermissionCallback = Callable[[str, dict[str, Any]], Awaitable[bool]]
-"""Asked before each bash command: (tool_name, tool_input) -> allowed?"""
-
 COMPACT_TOOL_OUTPUT = "Compaction requested after this tool batch."
 
 PERMISSION_DENIED = "Permission denied: the user did not allow this bash command."
+"""What the model reads when the user refused a bash command (the agent answers it; see core/agent.py)."""
 
 GLOB_MAX_RESULTS = 500
 GLOB_SKIPPED_DIRS = frozenset(
@@ -350,7 +348,6 @@ class ToolBox:
         self,
         workspace: Workspace,
         *,
-        permission: PermissionCallback | None = None,
         bash_timeout: float = 120.0,
         output_limit: int = 200_000,
         read_line_limit: int = 2_000,
@@ -359,8 +356,6 @@ class ToolBox:
     ) -> None:
         self.workspace = workspace
         self.spill_dir = spill_dir  # where the whole output of over-long commands is kept
-        self.permission: PermissionCallback | None = permission
-        self.permission_wait = 0.0  # seconds spent waiting for the user's consent, summed
         self.bash_timeout = bash_timeout
         self.output_limit = output_limit
         self.read_line_limit = read_line_limit
@@ -521,6 +516,14 @@ class ToolBox:
             },
         ]
 
+    def needs_permission(self, name: str, tool_input: dict[str, Any]) -> bool:
+        """Whether the user must consent before this call runs (the agent asks, then calls `run`)."""
+        return name == "bash"
+
+    async def permission_preview(self, name: str, tool_input: dict[str, Any]) -> str:
+        """What the consent dialog shows besides the exact input (nothing yet)."""
+        return ""
+
     async def run(self, name: str, tool_input: dict[str, Any]) -> ToolOutput:
         """Run tool `name`; problems come back as an error ToolOutput, only cancellation raises."""
         handler = self._handlers.get(name) if isinstance(name, str) else None
@@ -555,13 +558,6 @@ class ToolBox:
         if not command.strip():
             raise _ToolError("Input field 'command' must not be empty.")
         timeout = _optional_positive_number(tool_input, "timeout") or self.bash_timeout
-        asked = time.monotonic()
-        try:
-            allowed = self.permission is not None and await self.permission("bash", tool_input)
-        finally:
-            self.permission_wait += time.monotonic() - asked
-        if not allowed:
-            return ToolOutput(PERMISSION_DENIED, is_error=True)
 
         process = await asyncio.create_subprocess_shell(
             command,

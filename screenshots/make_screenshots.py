@@ -38,11 +38,11 @@ from textual.widgets.tree import TreeNode
 from core.agent import Agent
 from core.compaction import CompactionSettings
 from core.config import Settings
-from core.demo import DEMO_COMMANDS, build_demo_workspace
 from core.history import estimate_chars
 from core.markers import parse_marker
 from core.model.offline import OfflineModel
 from tui.app import CtxApp
+from tui.demo import DEMO_COMMANDS, build_demo_workspace
 from tui.screens.archive import ArchiveScreen
 
 Message = dict[str, Any]
@@ -119,7 +119,7 @@ def make_agent(workdir: Path, compaction: CompactionSettings | None = None) -> A
     async def allow(tool_name: str, tool_input: dict[str, Any]) -> bool:
         return True
 
-    return Agent.from_settings(settings, permission=allow, model=OfflineModel())
+    return Agent.from_settings(settings, allow_all=True, model=OfflineModel())
 
 
 async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], within: float = 30.0) -> None:

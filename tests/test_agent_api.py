@@ -32,6 +32,7 @@ from fakeapi import (
     text_reply,
     tool_reply,
 )
+from permission_helpers import answered, give_policy, run
 
 from core.agent import Agent
 from core.compaction import CompactionSettings
@@ -86,7 +87,7 @@ async def build(anthropic_env: FakeAnthropicServer, tmp_path: Path) -> AsyncIter
     agents: list[Agent] = []
 
     def make(workdir: Path | None = None, permission: Any = None, **overrides: Any) -> Agent:
-        agent = Agent.from_settings(settings_for(workdir or tmp_path, **overrides), permission=permission)
+        agent = give_policy(Agent.from_settings(settings_for(workdir or tmp_path, **overrides)), permission)
         agents.append(agent)
         return agent
 
@@ -95,8 +96,6 @@ async def build(anthropic_env: FakeAnthropicServer, tmp_path: Path) -> AsyncIter
         await agent.aclose()
 
 
-async def run(agent: Agent, text: str) -> list[AgentEvent]:
-    return [event async for event in agent.run_turn(text)]
 
 
 def of(events: list[AgentEvent], kind: type) -> list[Any]:
@@ -582,7 +581,7 @@ async def _consume_until(agent: Agent, text: str, stop_at: type) -> list[AgentEv
     seen = asyncio.Event()
 
     async def consume() -> None:
-        async for event in agent.run_turn(text):
+        async for event in answered(agent, agent.run_turn(text)):
             events.append(event)
             if isinstance(event, stop_at):
                 seen.set()

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from permission_helpers import give_policy, run
 
 from core.agent import Agent
 from core.compaction import CompactionSettings
 from core.config import Settings
-from core.demo import DEMO_COMMANDS, build_demo_workspace
 from core.events import (
     AgentEvent,
     CompactionStep,
@@ -25,6 +25,7 @@ from core.markers import parse_marker
 from core.model.base import ModelEvent, ModelResponse, TextChunk
 from core.model.offline import OfflineModel
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED
+from tui.demo import DEMO_COMMANDS, build_demo_workspace
 
 Message = dict[str, Any]
 
@@ -52,13 +53,9 @@ async def agents() -> AsyncIterator[list[Agent]]:
 
 
 def make(agents: list[Agent], workdir: Path, permission: Any = None, model: Any = None, **overrides: Any) -> Agent:
-    agent = Agent.from_settings(settings_for(workdir, **overrides), permission=permission, model=model)
+    agent = give_policy(Agent.from_settings(settings_for(workdir, **overrides), model=model), permission)
     agents.append(agent)
     return agent
-
-
-async def run(agent: Agent, text: str) -> list[AgentEvent]:
-    return [event async for event in agent.run_turn(text)]
 
 
 def of(events: list[AgentEvent], kind: type) -> list[Any]:

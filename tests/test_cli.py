@@ -95,9 +95,12 @@ def test_headless_offline_bash_denied_unless_yes(tmp_path: Path) -> None:
     assert denied.returncode == 0, denied.stderr
     assert not (tmp_path / "made.txt").exists()
     assert "denied" in denied.stdout.lower()
+    hints = [line for line in denied.stderr.splitlines() if "--yes" in line]
+    assert len(hints) == 1 and "bash" in hints[0]
     allowed = ctxtui("-p", "run touch made.txt", "--workdir", str(tmp_path), "--yes")
     assert allowed.returncode == 0, allowed.stderr
     assert (tmp_path / "made.txt").exists()
+    assert "--yes" not in allowed.stderr
 
 
 # --------------------------------------------------------------------------- against the fake API

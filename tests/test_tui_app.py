@@ -119,7 +119,7 @@ async def test_escape_mid_stream_cancels_cleanly(tmp_path: Path) -> None:
 
 
 async def test_escape_during_bash_answers_the_tool_use(tmp_path: Path) -> None:
-    agent = make_agent(tmp_path, permission=allow_all)
+    agent = make_agent(tmp_path, allow_all=True)
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
         await type_and_send(pilot, "$ sleep 5")
@@ -140,7 +140,7 @@ async def test_escape_during_bash_answers_the_tool_use(tmp_path: Path) -> None:
 async def test_permission_deny_then_allow_for_session(tmp_path: Path) -> None:
     agent = make_agent(tmp_path)
     app = CtxApp(agent)
-    assert agent.toolbox.permission == app.ask_permission
+    assert app.permission_mode == "ask"
     seen: list[Message] = []
     async with app.run_test(size=(160, 48), message_hook=seen.append) as pilot:
         await type_and_send(pilot, "$ echo hi")
@@ -167,10 +167,10 @@ async def test_permission_deny_then_allow_for_session(tmp_path: Path) -> None:
     await agent.aclose()
 
 
-async def test_preset_permission_callback_is_kept(tmp_path: Path) -> None:
-    agent = make_agent(tmp_path, permission=allow_all)
+async def test_preset_permission_is_kept(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, allow_all=True)
     app = CtxApp(agent)
-    assert agent.toolbox.permission is allow_all
+    assert app.permission_mode == "preset"
     async with app.run_test(size=(160, 48)) as pilot:
         await type_and_send(pilot, "$ echo preset")
         await settled(pilot, app, 1)
@@ -218,7 +218,7 @@ async def test_new_session_clears_chat_tree_and_history(tmp_path: Path) -> None:
 
 
 async def test_quit_cancels_the_running_turn_and_closes_the_agent(tmp_path: Path) -> None:
-    agent = make_agent(tmp_path, permission=allow_all)
+    agent = make_agent(tmp_path, allow_all=True)
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
         await type_and_send(pilot, "$ sleep 5")

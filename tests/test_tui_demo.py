@@ -33,7 +33,7 @@ async def allow_all(tool_name: str, tool_input: dict[str, Any]) -> bool:
 
 async def test_demo_types_and_sends_each_command_in_turn(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("alpha\n", encoding="utf-8")
-    agent = Agent.from_settings(Settings(workdir=tmp_path, offline=True), permission=allow_all)
+    agent = Agent.from_settings(Settings(workdir=tmp_path, offline=True), allow_all=True)
     commands = ["read a.txt", "$ echo demo", "compact the demo"]
     app = CtxApp(agent, demo_commands=commands, demo_pause=0.05)
     notes: list[str] = []
@@ -55,9 +55,9 @@ async def test_demo_types_and_sends_each_command_in_turn(tmp_path: Path) -> None
 
 
 async def test_the_real_demo_reaches_every_compaction_step(tmp_path: Path) -> None:
-    demo = pytest.importorskip("core.demo")
+    demo = pytest.importorskip("tui.demo")
     await demo.build_demo_workspace(tmp_path)
-    agent = Agent.from_settings(Settings(workdir=tmp_path, offline=True, yes=True), permission=allow_all)
+    agent = Agent.from_settings(Settings(workdir=tmp_path, offline=True, yes=True), allow_all=True)
     app = CtxApp(agent, demo_commands=list(demo.DEMO_COMMANDS), demo_pause=0.0)
     seen: list[Message] = []
     async with app.run_test(size=(160, 48), message_hook=seen.append) as pilot:

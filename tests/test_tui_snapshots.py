@@ -66,7 +66,7 @@ def make_app(workdir: Path, *, compaction: CompactionSettings | None = None, ask
     async def allow(tool_name: str, tool_input: dict[str, Any]) -> bool:
         return True
 
-    agent = Agent.from_settings(settings, permission=None if ask else allow, model=OfflineModel())
+    agent = Agent.from_settings(settings, allow_all=not ask, model=OfflineModel())
     return CtxApp(agent)
 
 

@@ -91,12 +91,6 @@ class CtxApp(App[None]):
         self.agent = agent
         self.demo_commands = list(demo_commands) if demo_commands else None
         self.demo_pause = demo_pause
-        self.session_allowed: set[str] = set()
-        self.permission_mode = "ask"
-        if agent.toolbox.permission is None:
-            agent.toolbox.permission = self.ask_permission
-        else:
-            self.permission_mode = "preset"
         self.turn_idle = asyncio.Event()
         self.turn_idle.set()
         self._turn_worker: Worker[None] | None = None
@@ -107,14 +101,12 @@ class CtxApp(App[None]):
         self._agent_closed = False
         self._asking = False
         self.turns_completed = 0
-        self.sub_title = agent.model.label if hasattr(agent.model, "label") else agent.model.name
 
     # --- layout ---------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         model = self.agent.model
-        label = str(getattr(model, "label", model.name))
-        yield TitleBar(str(self.agent.toolbox.workspace.root), label, bool(getattr(model, "offline", False)))
+        yield TitleBar(str(self.agent.toolbox.workspace.root), model.label, model.offline)
         with Horizontal(id="main"):
             yield ChatPane(id="chat")
             with Vertical(id="inspector"):
@@ -165,7 +157,7 @@ class CtxApp(App[None]):
             self.run_demo(self.demo_commands)
 
     def _welcome(self) -> str:
-        if getattr(self.agent.model, "offline", False):
+        if self.agent.model.offline:
             first = (
                 "**Offline model** (no API key): it understands `help`, `read PATH`, `$ CMD`, "
                 "`glob PATTERN`, `write PATH` + text, `compact [focus]` and runs the real tools. "
@@ -209,6 +201,13 @@ class CtxApp(App[None]):
             self.chat.indicator.stop()
         self._show_activity()
         self.refresh_bindings()
+
+    @property
+    def permission_mode(self) -> str:
+        """"preset" (--yes), "session" (bash allowed for this session) or "ask"."""
+        if self.agent.allow_all:
+            return "preset"
+        return "session" if "bash" in self.agent.allowed_for_session else "ask"
 
     def _show_activity(self) -> None:
         bash = {"ask": "bash: ask", "session": "bash: allowed this session", "preset": "bash: pre-approved"}[
@@ -312,14 +311,11 @@ class CtxApp(App[None]):
         if self.busy:
             self.notify("A turn is running: press esc to cancel it first.", severity="warning")
             return
-        self.agent.new_session()
-        self.session_allowed.clear()
-        if self.permission_mode == "session":
-            self.permission_mode = "ask"
+        changed = self.agent.new_session()
         await self.chat.clear()
         self.gauge.reset()
         self.query_one("#steps", CompactionLog).reset()
-        self.gauge.history_changed(self.agent.chars, len(self.agent.messages))
+        self.gauge.history_changed(changed.chars, changed.length)
         self.gauge.flush()
         self.message_tree.request_sync()
         await self.chat.add_notice("new session: the history is empty (archived files stay on disk)")
@@ -448,11 +444,31 @@ class CtxApp(App[None]):
     @on(msg.ToolCallStarted)
     async def _tool_started(self, message: msg.ToolCallStarted) -> None:
         event = message.event
-        block = await self.chat.add_tool(event.tool_use_id, event.name, event.input)
-        if self._asking:  # the permission modal may already be up for this very call
-            block.set_waiting(True)
-        else:
-            self.chat.indicator.set_label(f"running {event.name}")
+        await self.chat.add_tool(event.tool_use_id, event.name, event.input)
+        self.chat.indicator.set_label(f"running {event.name}")
+
+    @on(msg.PermissionRequested)
+    async def _permission(self, message: msg.PermissionRequested) -> None:
+        """Ask in a modal; the answer resolves the event's future (closing the turn answers "deny")."""
+        event = message.event
+        reply = event.reply
+        if reply.done():
+            return
+        screen = PermissionScreen(event.tool, event.input)
+
+        def answered(choice: str | None) -> None:
+            self._set_asking(False)
+            if not reply.done():
+                reply.set_result(choice or "deny")
+            self._show_activity()
+
+        def turn_closed(_: object) -> None:
+            if screen.is_attached and self.screen is screen:
+                screen.dismiss(None)
+
+        reply.add_done_callback(turn_closed)
+        self._set_asking(True)
+        await self.push_screen(screen, callback=answered)
 
     @on(msg.ToolCallFinished)
     async def _tool_finished(self, message: msg.ToolCallFinished) -> None:
@@ -471,16 +487,16 @@ class CtxApp(App[None]):
 
     @on(msg.ContextMeasured)
     def _measured(self, message: msg.ContextMeasured) -> None:
-        self.gauge.measured(message.event, self.agent.chars, len(self.agent.messages))
+        self.gauge.measured(message.event)
 
     @on(msg.HistoryChanged)
     def _history_changed(self, message: msg.HistoryChanged) -> None:
-        self.gauge.history_changed(self.agent.chars, len(self.agent.messages))
+        self.gauge.history_changed(message.event.chars, message.event.length)
         self.message_tree.request_sync()
 
     @on(msg.Notice)
     async def _notice(self, message: msg.Notice) -> None:
-        await self.chat.add_notice(message.event.message, warning=message.event.message.startswith("retrying"))
+        await self.chat.add_notice(message.event.message, warning=message.event.kind != "info")
 
     @on(msg.ErrorEvent)
     async def _error(self, message: msg.ErrorEvent) -> None:
@@ -501,7 +517,6 @@ class CtxApp(App[None]):
     @on(msg.TurnEnded)
     async def _turn_ended(self, message: msg.TurnEnded) -> None:
         await self.chat.end_assistant()
-        self.gauge.history_changed(self.agent.chars, len(self.agent.messages))
         self.gauge.flush()
         self.message_tree.request_sync()
         self.busy = False
@@ -522,33 +537,6 @@ class CtxApp(App[None]):
             self.gauge.flush()
 
     # --- permission ------------------------------------------------------------------------------
-
-    async def ask_permission(self, tool_name: str, tool_input: dict[str, Any]) -> bool:
-        """The toolbox's permission callback: a modal, answered through a future."""
-        if tool_name in self.session_allowed:
-            return True
-        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-
-        def answered(choice: str | None) -> None:
-            if not future.done():
-                future.set_result(choice or "deny")
-
-        screen = PermissionScreen(tool_name, tool_input)
-        self._set_asking(True)
-        try:
-            await self.push_screen(screen, callback=answered)
-            choice = await future
-        except asyncio.CancelledError:
-            if self.screen is screen:
-                screen.dismiss(None)
-            raise
-        finally:
-            self._set_asking(False)
-        if choice == "session":
-            self.session_allowed.add(tool_name)
-            self.permission_mode = "session"
-            self._show_activity()
-        return choice in ("once", "session")
 
     def _set_asking(self, asking: bool) -> None:
         self._asking = asking

@@ -83,10 +83,6 @@ def _settings(args: argparse.Namespace) -> Any:
     )
 
 
-async def _allow_all(tool_name: str, tool_input: dict[str, Any]) -> bool:
-    return True
-
-
 def _print_err(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -98,6 +94,7 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False) -> int
         CompactionStep,
         ErrorEvent,
         Notice,
+        PermissionRequested,
         ToolCallFinished,
         ToolCallStarted,
         TurnFinished,
@@ -105,7 +102,7 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False) -> int
     from core.model.base import ModelError
 
     try:
-        agent = Agent.from_settings(settings, permission=_allow_all if settings.yes else None)
+        agent = Agent.from_settings(settings, allow_all=False)  # headless answers each request below
     except ModelError as error:
         _print_err(f"ctxtui: {error}")
         return EXIT_MODEL_ERROR
@@ -113,7 +110,11 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False) -> int
     error_text: str | None = None
     try:
         async for event in agent.run_turn(prompt):
-            if isinstance(event, CompactionStep):
+            if isinstance(event, PermissionRequested):
+                event.reply.set_result("once" if settings.yes else "deny")
+                if not settings.yes:
+                    _print_err(f"ctxtui: {event.tool} denied: headless mode runs it only with --yes")
+            elif isinstance(event, CompactionStep):
                 _print_err(event.describe())
             elif isinstance(event, ErrorEvent):
                 if event.kind == "compaction":
@@ -147,12 +148,12 @@ def run_tui(settings: Any, demo: bool) -> int:
 
     demo_commands: list[str] | None = None
     if demo:
-        from core.demo import DEMO_COMMANDS, build_demo_workspace
+        from tui.demo import DEMO_COMMANDS, build_demo_workspace
 
         asyncio.run(build_demo_workspace(settings.workdir))
         demo_commands = list(DEMO_COMMANDS)
     try:
-        agent = Agent.from_settings(settings, permission=_allow_all if settings.yes else None)
+        agent = Agent.from_settings(settings)
     except ModelError as error:
         _print_err(f"ctxtui: {error}")
         return EXIT_MODEL_ERROR
@@ -185,9 +186,5 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-def entry() -> None:
-    sys.exit(main())
-
-
 if __name__ == "__main__":
-    entry()
+    sys.exit(main())

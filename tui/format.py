@@ -6,21 +6,16 @@ Everything here returns plain strings; callers wrap them in `Text`/`Content` (ne
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from core.history import result_text
-
-_WHITESPACE = re.compile(r"\s+")
+from core.text import one_line as core_one_line
 
 
 def one_line(text: str, limit: int = 80) -> str:
-    """`text` on one line (whitespace collapsed), cut to `limit` characters with an ellipsis."""
-    flat = _WHITESPACE.sub(" ", text).strip()
-    if len(flat) <= limit:
-        return flat
-    return flat[: max(limit - 1, 0)].rstrip() + "…"
+    """`text` on one line, cut to `limit` characters with an ellipsis (`core.text.one_line`)."""
+    return core_one_line(text, limit)
 
 
 def count(value: int) -> str:

@@ -35,6 +35,11 @@ class ToolCallStarted(Message):
 
 
 @dataclass
+class PermissionRequested(Message):
+    event: core.PermissionRequested
+
+
+@dataclass
 class ToolCallFinished(Message):
     event: core.ToolCallFinished
 
@@ -93,6 +98,7 @@ _WRAPPERS: dict[type, type[Message]] = {
     core.TextDelta: TextDelta,
     core.AssistantMessage: AssistantMessage,
     core.ToolCallStarted: ToolCallStarted,
+    core.PermissionRequested: PermissionRequested,
     core.ToolCallFinished: ToolCallFinished,
     core.CompactionStep: CompactionStep,
     core.ContextMeasured: ContextMeasured,

@@ -6,6 +6,8 @@ from core.model.base import (
     ModelEvent,
     ModelResponse,
     PromptTooLongError,
+    Retrying,
+    TextChunk,
 )
 
-__all__ = ["Model", "ModelError", "ModelEvent", "ModelResponse", "PromptTooLongError"]
+__all__ = ["Model", "ModelError", "ModelEvent", "ModelResponse", "PromptTooLongError", "Retrying", "TextChunk"]

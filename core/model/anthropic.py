@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from core.model.base import (
@@ -18,13 +18,13 @@ from core.model.base import (
     ModelEvent,
     ModelResponse,
     PromptTooLongError,
+    Retrying,
     TextChunk,
 )
+from core.text import one_line
 
 if TYPE_CHECKING:
     import anthropic
-
-RetryNotice = Callable[[str], Any]
 
 _KEEP_KEYS = {
     "text": ("type", "text"),
@@ -67,9 +67,8 @@ def _transport_kind(error: BaseException) -> str | None:
     return None
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+def _one_line(text: str) -> str:
+    return one_line(text, 300)
 
 
 class AnthropicModel:
@@ -86,7 +85,6 @@ class AnthropicModel:
         timeout: float = 120.0,
         max_retries: int = 2,
         retry_after_cap: float = 10.0,
-        on_retry: RetryNotice | None = None,
         client: anthropic.AsyncAnthropic | None = None,
     ) -> None:
         self.name = model
@@ -94,7 +92,6 @@ class AnthropicModel:
         self.timeout = timeout
         self.max_retries = max_retries
         self.retry_after_cap = retry_after_cap
-        self.on_retry = on_retry
         if client is None:
             import anthropic  # lazy: keeps `ctxtui --version` and first paint fast
 
@@ -161,7 +158,7 @@ class AnthropicModel:
                         raise ModelError(f"the stream broke off: {mapped}", mapped.kind) from error
                     raise mapped from error
                 attempt += 1
-                await self._notify_retry(mapped, delay, attempt)
+                yield Retrying(self._retry_line(mapped, delay, attempt))
                 await asyncio.sleep(delay)
 
     # --- summaries ------------------------------------------------------------------------------
@@ -199,7 +196,6 @@ class AnthropicModel:
                 if delay is None or attempt >= self.max_retries:
                     raise mapped from error
                 attempt += 1
-                await self._notify_retry(mapped, delay, attempt)
                 await asyncio.sleep(delay)
 
     async def aclose(self) -> None:
@@ -207,12 +203,8 @@ class AnthropicModel:
 
     # --- errors ---------------------------------------------------------------------------------
 
-    async def _notify_retry(self, error: ModelError, delay: float, attempt: int) -> None:
-        if self.on_retry is None:
-            return
-        result = self.on_retry(f"{error} — retry {attempt}/{self.max_retries} in {delay:.1f}s")
-        if asyncio.iscoroutine(result):
-            await result
+    def _retry_line(self, error: ModelError, delay: float, attempt: int) -> str:
+        return f"{error} — retry {attempt}/{self.max_retries} in {delay:.1f}s"
 
     def _retry_after(self, error: Any, attempt: int) -> float:
         headers = getattr(getattr(error, "response", None), "headers", None) or {}

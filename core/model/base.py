@@ -21,6 +21,13 @@ class TextChunk:
     text: str
 
 
+@dataclass(frozen=True)
+class Retrying:
+    """The call failed in a way worth retrying and will be tried again (a one-line notice)."""
+
+    message: str
+
+
 @dataclass
 class ModelResponse:
     """The complete assistant message: plain-dict content blocks (text, tool_use)."""
@@ -34,7 +41,7 @@ class ModelResponse:
         return self.usage.get("input_tokens")
 
 
-ModelEvent = TextChunk | ModelResponse
+ModelEvent = TextChunk | Retrying | ModelResponse
 
 
 class ModelError(Exception):
@@ -59,9 +66,14 @@ class PromptTooLongError(ModelError):
 
 
 class Model(Protocol):
-    """What the agent needs from a model."""
+    """What the agent and the app rely on from a model.
+
+    `name` is what requests name, `label` what the app shows, `offline` whether this is the
+    deterministic no-network model (the app says so clearly).
+    """
 
     name: str
+    label: str
     offline: bool
 
     def stream(
@@ -72,7 +84,8 @@ class Model(Protocol):
         tools: list[dict[str, Any]],
         max_tokens: int,
     ) -> AsyncIterator[ModelEvent]:
-        """Yield TextChunk fragments, then exactly one ModelResponse last.
+        """Yield TextChunk fragments (and a Retrying notice before each retry), then exactly one
+        ModelResponse last.
 
         Raises ModelError (PromptTooLongError for a prompt that is too long).
         """

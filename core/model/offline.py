@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.model.base import ModelEvent, ModelResponse, PromptTooLongError, TextChunk
+from core.text import one_line
 
 __all__ = ["OfflineModel", "extractive_summary"]
 
@@ -62,7 +63,6 @@ _EXIT_LINE_RE = re.compile(
 )
 _NO_MATCH_RE = re.compile(r"^\(?\s*no (?:files|matches|match)\b", re.IGNORECASE)
 _OBJECT_START_RE = re.compile(r'\{"')
-_WS_RE = re.compile(r"\s+")
 _HEAD_RE = re.compile(r"(?P<keyword>\S+)(?P<rest>.*)", re.DOTALL)
 
 _FILE_TOOLS = {"read_file": "read", "write_file": "write", "edit_file": "edit"}
@@ -72,14 +72,6 @@ SUMMARY_CHAR_LIMIT = 4_000
 
 # --------------------------------------------------------------------------------------------
 # small text helpers
-
-
-def _one_line(text: str, limit: int) -> str:
-    """`text` on one line (whitespace collapsed), cut to `limit` chars with an ellipsis."""
-    flat = _WS_RE.sub(" ", text).strip()
-    if len(flat) <= limit:
-        return flat
-    return flat[: max(limit - 1, 0)].rstrip() + "…"
 
 
 def _text_of(content: Any) -> str:
@@ -174,7 +166,7 @@ def _describe_read(path: str, output: str) -> str:
     size = f"{len(output):,} chars, {len(lines):,} lines"
     if not output:
         return f"{where}: empty"
-    first_line = _one_line(first, 100)
+    first_line = one_line(first, 100)
     quoted = f"`{first_line}`" if "`" not in first_line else f"«{first_line}»"
     return f"{where}: {size}; first line: {quoted}"
 
@@ -183,11 +175,11 @@ def _describe_bash(command: str, output: str) -> str:
     lines = [line for line in output.splitlines() if line.strip()]
     exit_lines = [line.strip() for line in lines if _EXIT_LINE_RE.match(line)]
     others = [line for line in lines if not _EXIT_LINE_RE.match(line)]
-    parts = [f"bash `{_one_line(command, 80)}`" if command else "bash"]
+    parts = [f"bash `{one_line(command, 80)}`" if command else "bash"]
     if exit_lines:
         parts.append(exit_lines[-1])
     if others:
-        parts.append(f'last line: "{_one_line(others[-1], 120)}"')
+        parts.append(f'last line: "{one_line(others[-1], 120)}"')
     elif not exit_lines:
         parts.append("no output")
     return parts[0] + ": " + "; ".join(parts[1:])
@@ -217,13 +209,13 @@ def _describe_result(block: dict[str, Any], uses: dict[str, dict[str, Any]]) -> 
     target = {"read_file": path, "write_file": path, "edit_file": path, "bash": command, "glob": pattern}.get(
         name, ""
     )
-    label = f"{name} `{_one_line(target, 80)}`" if target else name
+    label = f"{name} `{one_line(target, 80)}`" if target else name
 
     archived = _archived_path(output)
     if archived is not None:
         return f"{label}: the output was archived at `{archived}`"
     if block.get("is_error"):
-        return f'{label} failed: "{_one_line(output, 200) or "no message"}"'
+        return f'{label} failed: "{one_line(output, 200) or "no message"}"'
     if name == "read_file":
         return _describe_read(path, output)
     if name == "bash":
@@ -231,7 +223,7 @@ def _describe_result(block: dict[str, Any], uses: dict[str, dict[str, Any]]) -> 
     if name == "glob":
         return _describe_glob(pattern, output)
     first = next((line for line in output.splitlines() if line.strip()), "")
-    return f'{label}: "{_one_line(first, 160)}"' if first else f"{label}: done (no output)"
+    return f'{label}: "{one_line(first, 160)}"' if first else f"{label}: done (no output)"
 
 
 def _report_results(messages: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
@@ -258,7 +250,7 @@ def _report_compaction(messages: list[dict[str, Any]], marker: str) -> str:
         transcript = _TRANSCRIPT_RE.search(marker)
         where = f" (full transcript: `{transcript['path'].strip()}`)" if transcript else ""
         head = f"The context was compacted into a summary{where}."
-    said = f' The current request was: "{_one_line(request, 300)}".' if request else ""
+    said = f' The current request was: "{one_line(request, 300)}".' if request else ""
     return f"{head}{said} I won't re-run it automatically; send the next command (or `help`) to continue."
 
 
@@ -292,7 +284,7 @@ def _command_plan(text: str, available: set[str]) -> _Plan:
     def missing(tool: str) -> _Plan:
         return _Plan(
             f"The `{tool}` tool is not available in this session, so I can't do "
-            f'"{_one_line(text, 80)}". Type `help` for what the offline model can do.'
+            f'"{one_line(text, 80)}". Type `help` for what the offline model can do.'
         )
 
     if text.startswith("$"):
@@ -301,7 +293,7 @@ def _command_plan(text: str, available: set[str]) -> _Plan:
             return _Plan("Usage: `$ CMD` or `run CMD` runs CMD with bash.")
         if "bash" not in available:
             return missing("bash")
-        return _Plan(f"Running `{_one_line(command, 80)}`.", [("bash", {"command": command})])
+        return _Plan(f"Running `{one_line(command, 80)}`.", [("bash", {"command": command})])
 
     if keyword_lower == "help" and not rest:
         return _Plan(HELP_TEXT)
@@ -320,7 +312,7 @@ def _command_plan(text: str, available: set[str]) -> _Plan:
             return _Plan("Usage: `run CMD` (or `$ CMD`) runs CMD with bash.")
         if "bash" not in available:
             return missing("bash")
-        return _Plan(f"Running `{_one_line(rest, 80)}`.", [("bash", {"command": rest})])
+        return _Plan(f"Running `{one_line(rest, 80)}`.", [("bash", {"command": rest})])
 
     if keyword_lower == "glob":
         pattern = rest.splitlines()[0].strip() if rest else ""
@@ -347,12 +339,12 @@ def _command_plan(text: str, available: set[str]) -> _Plan:
             return missing("compact")
         if rest:
             return _Plan(
-                f"Compacting the context, focusing on: {_one_line(rest, 120)}.",
+                f"Compacting the context, focusing on: {one_line(rest, 120)}.",
                 [("compact", {"focus": rest})],
             )
         return _Plan("Compacting the context.", [("compact", {})])
 
-    excerpt = _one_line(text, 80)
+    excerpt = one_line(text, 80)
     asked = f' You asked: "{excerpt}".' if excerpt else ""
     return _Plan(
         "This is the offline model (no API key), so I can't answer free-form requests."
@@ -482,7 +474,7 @@ class _Digest:
     archives: list[str] = field(default_factory=list)
 
     def add_request(self, text: str) -> None:
-        request = _one_line(text, 200)
+        request = one_line(text, 200)
         if not request:
             return
         if request in self.requests:
@@ -531,7 +523,7 @@ class _Digest:
                 operations.append(operation)
         command = tool_input.get("command")
         if isinstance(command, str) and command.strip() and name in (None, "bash"):
-            line = _one_line(command, 160)
+            line = one_line(command, 160)
             if line in self.commands:
                 self.commands.remove(line)
             self.commands.append(line)
@@ -639,12 +631,12 @@ def _section(title: str, items: list[str], budget: int, *, keep_first: bool = Fa
 def _describe_digest_result(digest: _Digest, use_id: str | None, output: str, is_error: bool) -> str:
     name, tool_input = digest.uses.get(use_id or "", ("tool", {}))
     target = tool_input.get("path") or tool_input.get("command") or tool_input.get("pattern") or ""
-    label = f"{name} {_one_line(str(target), 60)}".strip()
+    label = f"{name} {one_line(str(target), 60)}".strip()
     archived = _archived_path(output)
     if archived is not None:
         return f"{label}: output archived at {archived}"
     status = " (error)" if is_error else ""
-    return f"{label}{status}: {_one_line(output, 200) or '(empty)'}"
+    return f"{label}{status}: {one_line(output, 200) or '(empty)'}"
 
 
 def extractive_summary(conversation_text: str, focus: str | None) -> str:
@@ -672,17 +664,17 @@ def extractive_summary(conversation_text: str, focus: str | None) -> str:
 
     lines: list[str] = []
     if focus and focus.strip():
-        lines.append(f"Focus: {_one_line(focus, 240)}")
+        lines.append(f"Focus: {one_line(focus, 240)}")
     lines += _section("User requests:", digest.requests, 1_100, keep_first=True)
     files = [f"{path} ({', '.join(ops)})" for path, ops in digest.files.items()]
-    lines += _section("Files touched:", [_one_line(item, 140) for item in files], 650)
+    lines += _section("Files touched:", [one_line(item, 140) for item in files], 650)
     lines += _section("Commands run:", digest.commands, 600)
     last = [_describe_digest_result(digest, *result) for result in digest.results[-3:]]
     lines += _section("Last results:", last, 720)
     if digest.earlier_summary:
-        lines.append(f"Earlier summary (excerpt): {_one_line(digest.earlier_summary, 300)}")
+        lines.append(f"Earlier summary (excerpt): {one_line(digest.earlier_summary, 300)}")
     if digest.archives:
-        kept, _ = _fit([_one_line(path, 120) for path in digest.archives], 260, keep_first=False)
+        kept, _ = _fit([one_line(path, 120) for path in digest.archives], 260, keep_first=False)
         lines.append("Archived transcripts: " + ", ".join(kept))
     counts = (
         f"Messages: {digest.messages} ({digest.user} user, {digest.assistant} assistant); "
@@ -691,7 +683,7 @@ def extractive_summary(conversation_text: str, focus: str | None) -> str:
     if not complete:
         counts += " The conversation text was cut, so counts cover only the parts that survived."
         if digest.messages == 0 and digest.tool_calls == 0 and not digest.results:
-            excerpt = _one_line(conversation_text, 300)
+            excerpt = one_line(conversation_text, 300)
             if excerpt:
                 lines.append(f"Raw excerpt: {excerpt}")
     lines.append(counts)

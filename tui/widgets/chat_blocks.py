@@ -10,6 +10,7 @@ from textual.content import Content
 from textual.widgets import Markdown, Static
 
 from core.events import CompactionStep
+from core.text import one_line
 from tui.format import count, plural
 
 STEP_ICONS = {
@@ -96,7 +97,7 @@ class ErrorLine(Static):
     """
 
     def __init__(self, message: str, kind: str = "error") -> None:
-        flat = " ".join(message.split())
+        flat = one_line(message)
         super().__init__(Content.assemble((f"✗ {kind}: ", "bold"), flat))
         self.text = flat
 
