@@ -415,6 +415,25 @@ class ResetMidStream(Response):
 
 
 @dataclass
+class CutStream(Response):
+    """A 200 SSE stream that sends the first ``events`` events of a reply and then closes cleanly:
+    no ``message_stop`` (and, when cut early enough, no ``message_delta`` with the stop reason)."""
+
+    content: list[JSONDict] = field(default_factory=lambda: [{"type": "text", "text": "partial"}])
+    events: int = 4
+    keep_delta: bool = False  # send every event but message_stop (the stop reason arrives)
+
+    def respond(self, exchange: Exchange) -> None:
+        reply = MessageReply(self.content)
+        events = reply.stream_events(exchange.body)
+        sent = events[:-1] if self.keep_delta else events[: self.events]
+        exchange.start_stream()
+        for name, data in sent:
+            exchange.send_event(name, data)
+        exchange.end_stream()
+
+
+@dataclass
 class ErrorEventMidStream(Response):
     """HTTP 200 SSE stream that starts normally, then sends an ``error`` event and ends.
 
@@ -567,6 +586,13 @@ def error_event_mid_stream(
 ) -> ErrorEventMidStream:
     """A 200 SSE stream that starts normally, then carries ``event: error``."""
     return ErrorEventMidStream(err_type=err_type, message=message, text=text, events=events)
+
+
+def cut_stream(
+    content: list[JSONDict] | None = None, *, events: int = 4, keep_delta: bool = False
+) -> CutStream:
+    """A stream that closes cleanly before ``message_stop``: half a message, taken for whole before."""
+    return CutStream(content=content or [{"type": "text", "text": "partial"}], events=events, keep_delta=keep_delta)
 
 
 def hang(seconds: float = 30.0) -> Hang:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from fakeapi import (
     FakeAnthropicServer,
+    cut_stream,
     error_event_mid_stream,
     error_reply,
     hang,
@@ -440,6 +441,10 @@ async def test_persistent_500_gives_up_after_max_retries(
         pytest.param(reset_mid_stream("partial text that is never finished", events=5), id="reset"),
         pytest.param(error_event_mid_stream(text="partial text that is never finished", events=5),
                      id="error-event"),
+        pytest.param(cut_stream([{"type": "text", "text": "partial text that is never finished"}], events=5),
+                     id="clean-close-without-message-stop"),
+        pytest.param(cut_stream([{"type": "text", "text": "partial text that is never finished"}], keep_delta=True),
+                     id="stop-reason-but-no-message-stop"),
     ],
 )
 async def test_stream_that_breaks_off_keeps_no_partial_message(
@@ -472,6 +477,39 @@ async def test_stream_reset_before_any_text_is_retried(build: Build, anthropic_e
     assert len(anthropic_env.message_requests()) == 2
     assert any("retry" in notice.message for notice in of(events, Notice))
     assert [m["role"] for m in agent.messages] == ["user", "assistant"]
+    assert_history_valid(agent)
+
+
+async def test_stream_closed_cleanly_before_any_text_is_retried(
+    build: Build, anthropic_env: FakeAnthropicServer
+) -> None:
+    anthropic_env.script(cut_stream(events=2), text_reply("the whole answer"))
+    agent = build()
+    events = await run(agent, "hello")
+    end = finished(events)
+    assert end.error is None and end.text == "the whole answer"
+    assert len(anthropic_env.message_requests()) == 2
+    assert any(notice.kind == "retry" for notice in of(events, Notice))
+    assert_history_valid(agent)
+
+
+@pytest.mark.parametrize("keep_delta", [False, True], ids=["cut-in-the-input", "no-message-stop"])
+async def test_a_tool_call_from_a_cut_stream_never_runs(
+    build: Build, anthropic_env: FakeAnthropicServer, tmp_path: Path, keep_delta: bool
+) -> None:
+    call = [{"type": "tool_use", "id": "toolu_cut", "name": "bash", "input": {"command": "touch ran.txt"}}]
+    # message_start, content_block_start, the first input_json_delta fragments: cut inside the input
+    broken = cut_stream(call, events=4, keep_delta=keep_delta)
+    anthropic_env.script(broken, broken, broken, text_reply("never reached"))
+    agent = build(permission=allow, max_retries=2)
+    events = await run(agent, "make a file")
+    assert not of(events, ToolCallStarted) and not of(events, ToolCallFinished)
+    assert not (tmp_path / "ran.txt").exists()
+    (error,) = of(events, ErrorEvent)
+    assert error.kind == "connection" and "message_stop" in error.message
+    assert_one_line(error.message)
+    assert agent.messages == [{"role": "user", "content": "make a file"}]
+    assert len(anthropic_env.message_requests()) == 3  # no text shown: retried, then one clear line
     assert_history_valid(agent)
 
 

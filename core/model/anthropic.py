@@ -56,6 +56,10 @@ def _error_details(error: Any) -> tuple[str, str]:
     return "", getattr(error, "message", "") or str(error)
 
 
+class CutStreamError(Exception):
+    """The SSE stream closed without `message_stop` or without a stop reason."""
+
+
 def _transport_kind(error: BaseException) -> str | None:
     """"timeout" or "connection" for the HTTP library's own errors, which the SDK lets through
     unwrapped while a stream is being read (a dropped connection, a stalled read)."""
@@ -132,13 +136,20 @@ class AnthropicModel:
                 }
                 if tools:
                     request["tools"] = tools
+                stopped = False
                 async with self.client.messages.stream(**request) as stream:
                     async for event in stream:
+                        if event.type == "message_stop":
+                            stopped = True
                         fragment = getattr(event, "text", None) if event.type == "text" else None
                         if fragment:
                             produced = True
                             yield TextChunk(str(fragment))
                     final = await stream.get_final_message()
+                if not stopped or final.stop_reason is None:
+                    # A clean close after half a message is a broken connection, not a reply: its
+                    # text may be cut anywhere and a tool call from it must never run.
+                    raise CutStreamError("the stream ended before the message was complete (no message_stop)")
                 usage = {
                     "input_tokens": int(getattr(final.usage, "input_tokens", 0) or 0),
                     "output_tokens": int(getattr(final.usage, "output_tokens", 0) or 0),
@@ -226,6 +237,10 @@ class AnthropicModel:
 
         if isinstance(error, ModelError):
             return error, None
+        if isinstance(error, CutStreamError):
+            return ModelError(f"the connection to the Anthropic API broke: {error}", "connection"), (
+                self._retry_after(error, attempt)
+            )
         if isinstance(error, anthropic.APITimeoutError):
             return ModelError(f"the Anthropic API did not answer within {self.timeout:g}s (timeout)", "timeout"), (
                 self._retry_after(error, attempt)
