@@ -90,3 +90,9 @@ def parse_marker(text: Any) -> Marker | None:
         kind: MarkerKind = "compacted" if match["title"] == "Compacted" else "reactive"
         return Marker(kind, match["path"], request=match["request"], summary=summary)
     return None
+
+
+def archived_path(text: Any) -> str | None:
+    """The path a persisted-output block or placeholder claims (untrusted), or None if `text` is neither."""
+    marker = parse_marker(text)
+    return marker.path if marker is not None and marker.kind in ("persisted", "placeholder") else None

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from core.model.base import ModelResponse, PromptTooLongError, TextChunk
-from core.model.offline import OfflineModel, extractive_summary
+from core.model.offline import OfflineModel
+from core.model.summary import extractive_summary
 
 TOOLS: list[dict[str, Any]] = [
     {"name": name, "description": name, "input_schema": {"type": "object"}}

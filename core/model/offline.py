@@ -10,8 +10,7 @@ loop (tool batches, compaction, the TUI) can run and be tested without a real mo
    ``glob PATTERN``, ``write PATH`` + newline + text, ``compact [FOCUS]``, ``help``; anything else
    gets a text reply pointing at ``help`` and ANTHROPIC_API_KEY.
 
-`extractive_summary` (used by `OfflineModel.summarize`) builds a summary only from text found in the
-conversation JSON, which may have been cut in the middle.
+Its summaries come from `core.model.summary.extractive_summary`.
 """
 
 from __future__ import annotations
@@ -25,10 +24,12 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.markers import Marker, archived_path, parse_marker
 from core.model.base import ModelEvent, ModelResponse, PromptTooLongError, TextChunk
+from core.model.summary import content_text, extractive_summary
 from core.text import one_line
 
-__all__ = ["OfflineModel", "extractive_summary"]
+__all__ = ["OfflineModel"]
 
 HELP_TEXT = (
     "This is the offline model (no API key): it understands a few commands and runs the real tools.\n"
@@ -43,49 +44,16 @@ HELP_TEXT = (
     "To chat with a real model, set ANTHROPIC_API_KEY (and optionally ANTHROPIC_MODEL) and restart."
 )
 
-_SNIP_RE = re.compile(r"\A\[(?P<count>\d+) messages archived at (?P<path>[^\n\]]+)\]")
-_COMPACT_PREFIXES = ("[Compacted]", "[Reactive compact]")
-_REQUEST_RE = re.compile(
-    r"Current user request:\n(?P<request>.*?)(?:\n\nConversation summary \(reference only\):|\Z)",
-    re.DOTALL,
-)
-_SUMMARY_BODY_RE = re.compile(
-    r"Conversation summary \(reference only\):\n(?P<summary>.*?)(?:\n\nFull transcript: |\Z)", re.DOTALL
-)
-_TRANSCRIPT_RE = re.compile(r"Full transcript: (?P<path>[^\n]+)")
-_PERSISTED_PREFIX = "<persisted-output>"
-_PLACEHOLDER_PREFIX = "[Earlier tool result saved at"
-_FULL_OUTPUT_RE = re.compile(r"Full output: (?P<path>[^\n]+)")
-_PLACEHOLDER_RE = re.compile(r"\[Earlier tool result saved at (?P<path>[^\n\]]+)\]")
 _EXIT_LINE_RE = re.compile(
     r"^\s*[\[(]?\s*(?:exit(?:[ _]?code|[ _]status)?|return[ _]code|returncode)\s*[:=]?\s*-?\d+\s*[\])]?\s*$",
     re.IGNORECASE,
 )
 _NO_MATCH_RE = re.compile(r"^\(?\s*no (?:files|matches|match)\b", re.IGNORECASE)
-_OBJECT_START_RE = re.compile(r'\{"')
 _HEAD_RE = re.compile(r"(?P<keyword>\S+)(?P<rest>.*)", re.DOTALL)
-
-_FILE_TOOLS = {"read_file": "read", "write_file": "write", "edit_file": "edit"}
-
-SUMMARY_CHAR_LIMIT = 4_000
 
 
 # --------------------------------------------------------------------------------------------
 # small text helpers
-
-
-def _text_of(content: Any) -> str:
-    """The text of a message content or tool-result content: a string, or its text blocks joined."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [
-            block["text"]
-            for block in content
-            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
-        ]
-        return "\n".join(parts)
-    return ""
 
 
 def _join_words(items: list[str]) -> str:
@@ -93,21 +61,6 @@ def _join_words(items: list[str]) -> str:
     if len(items) <= 1:
         return "".join(items)
     return ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _is_compaction_marker(text: str) -> bool:
-    return text.startswith(_COMPACT_PREFIXES) or _SNIP_RE.match(text) is not None
-
-
-def _archived_path(text: str) -> str | None:
-    """The path a persisted-output block or placeholder points at, or None if `text` is neither."""
-    if text.startswith(_PERSISTED_PREFIX):
-        match = _FULL_OUTPUT_RE.search(text)
-        return match["path"].strip() if match else "(unknown path)"
-    if text.startswith(_PLACEHOLDER_PREFIX):
-        match = _PLACEHOLDER_RE.match(text)
-        return match["path"].strip() if match else "(unknown path)"
-    return None
 
 
 def _tool_names(tools: Iterable[Any]) -> set[str]:
@@ -141,15 +94,15 @@ def _last_plain_request(messages: list[dict[str, Any]]) -> str | None:
             isinstance(block, dict) and block.get("type") == "tool_result" for block in content
         ):
             continue
-        text = _text_of(content).strip()
+        text = content_text(content).strip()
         if not text:
             continue
-        if text.startswith(_COMPACT_PREFIXES):
-            match = _REQUEST_RE.search(text)
-            if match and match["request"].strip():
-                return match["request"].strip()
+        marker = parse_marker(text)
+        if marker is not None and marker.request is not None:
+            if marker.request.strip():
+                return marker.request.strip()
             continue
-        if _SNIP_RE.match(text):
+        if marker is not None and marker.kind == "snip":
             continue
         return text
     return None
@@ -202,7 +155,7 @@ def _describe_result(block: dict[str, Any], uses: dict[str, dict[str, Any]]) -> 
     name = str(use.get("name")) if use else "unknown tool"
     raw_input = use.get("input") if use else None
     tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
-    output = _text_of(block.get("content"))
+    output = content_text(block.get("content"))
     path = str(tool_input.get("path", ""))
     command = str(tool_input.get("command", ""))
     pattern = str(tool_input.get("pattern", ""))
@@ -211,7 +164,7 @@ def _describe_result(block: dict[str, Any], uses: dict[str, dict[str, Any]]) -> 
     )
     label = f"{name} `{one_line(target, 80)}`" if target else name
 
-    archived = _archived_path(output)
+    archived = archived_path(output)
     if archived is not None:
         return f"{label}: the output was archived at `{archived}`"
     if block.get("is_error"):
@@ -237,19 +190,13 @@ def _report_results(messages: list[dict[str, Any]], results: list[dict[str, Any]
 # rule 2: the context was just compacted
 
 
-def _report_compaction(messages: list[dict[str, Any]], marker: str) -> str:
-    snip = _SNIP_RE.match(marker)
-    if snip:
+def _report_compaction(messages: list[dict[str, Any]], marker: Marker) -> str:
+    if marker.kind == "snip":
         request = _last_plain_request(messages[:-1])
-        head = (
-            f"{snip['count']} earlier messages were archived at `{snip['path']}` to keep the context small."
-        )
+        head = f"{marker.count} earlier messages were archived at `{marker.path}` to keep the context small."
     else:
-        match = _REQUEST_RE.search(marker)
-        request = match["request"].strip() if match and match["request"].strip() else None
-        transcript = _TRANSCRIPT_RE.search(marker)
-        where = f" (full transcript: `{transcript['path'].strip()}`)" if transcript else ""
-        head = f"The context was compacted into a summary{where}."
+        request = marker.request.strip() if marker.request and marker.request.strip() else None
+        head = f"The context was compacted into a summary (full transcript: `{marker.path}`)."
     said = f' The current request was: "{one_line(request, 300)}".' if request else ""
     return f"{head}{said} I won't re-run it automatically; send the next command (or `help`) to continue."
 
@@ -447,249 +394,8 @@ class OfflineModel:
             ]
             if results:
                 return _Plan(_report_results(messages, results))
-        text = _text_of(content).strip()
-        if _is_compaction_marker(text):
-            return _Plan(_report_compaction(messages, text))
+        text = content_text(content).strip()
+        marker = parse_marker(text)
+        if marker is not None and marker.kind in ("snip", "compacted", "reactive"):
+            return _Plan(_report_compaction(messages, marker))
         return _command_plan(text, _tool_names(tools))
-
-
-# --------------------------------------------------------------------------------------------
-# extractive summary
-
-
-@dataclass
-class _Digest:
-    """What the summary is built from, collected in conversation order."""
-
-    messages: int = 0
-    user: int = 0
-    assistant: int = 0
-    tool_calls: int = 0
-    requests: list[str] = field(default_factory=list)
-    files: dict[str, list[str]] = field(default_factory=dict)
-    commands: list[str] = field(default_factory=list)
-    results: list[tuple[str | None, str, bool]] = field(default_factory=list)
-    uses: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
-    earlier_summary: str | None = None
-    archives: list[str] = field(default_factory=list)
-
-    def add_request(self, text: str) -> None:
-        request = one_line(text, 200)
-        if not request:
-            return
-        if request in self.requests:
-            self.requests.remove(request)
-        self.requests.append(request)
-
-    def add_archive(self, path: str) -> None:
-        path = path.strip()
-        if path and path not in self.archives:
-            self.archives.append(path)
-
-    def add_user_text(self, text: str) -> None:
-        stripped = text.strip()
-        if not stripped:
-            return
-        if stripped.startswith(_COMPACT_PREFIXES):
-            request = _REQUEST_RE.search(stripped)
-            if request:
-                self.add_request(request["request"])
-            body = _SUMMARY_BODY_RE.search(stripped)
-            if body:
-                summary = body["summary"].strip()
-                try:
-                    decoded = json.loads(summary)
-                except ValueError:
-                    decoded = summary
-                self.earlier_summary = decoded if isinstance(decoded, str) else summary
-            transcript = _TRANSCRIPT_RE.search(stripped)
-            if transcript:
-                self.add_archive(transcript["path"])
-            return
-        snip = _SNIP_RE.match(stripped)
-        if snip:
-            self.add_archive(snip["path"])
-            return
-        if stripped.startswith(("[interrupted]", _PERSISTED_PREFIX, _PLACEHOLDER_PREFIX)):
-            return
-        self.add_request(stripped)
-
-    def add_tool_input(self, name: str | None, tool_input: dict[str, Any]) -> None:
-        path = tool_input.get("path")
-        if isinstance(path, str) and path.strip():
-            operation = _FILE_TOOLS.get(name or "", "used")
-            operations = self.files.setdefault(path.strip(), [])
-            if operation not in operations:
-                operations.append(operation)
-        command = tool_input.get("command")
-        if isinstance(command, str) and command.strip() and name in (None, "bash"):
-            line = one_line(command, 160)
-            if line in self.commands:
-                self.commands.remove(line)
-            self.commands.append(line)
-
-    def add_block(self, block: dict[str, Any], role: str | None) -> None:
-        kind = block.get("type")
-        if kind == "text" and role == "user" and isinstance(block.get("text"), str):
-            self.add_user_text(block["text"])
-        elif kind == "tool_use":
-            self.tool_calls += 1
-            name = block.get("name") if isinstance(block.get("name"), str) else None
-            raw_input = block.get("input")
-            tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
-            if isinstance(block.get("id"), str):
-                self.uses[block["id"]] = (name or "tool", tool_input)
-            self.add_tool_input(name, tool_input)
-        elif kind == "tool_result":
-            use_id = block.get("tool_use_id")
-            self.results.append(
-                (
-                    use_id if isinstance(use_id, str) else None,
-                    _text_of(block.get("content")),
-                    bool(block.get("is_error")),
-                )
-            )
-
-    def add_message(self, message: dict[str, Any]) -> None:
-        role = message.get("role")
-        self.messages += 1
-        if role == "user":
-            self.user += 1
-        elif role == "assistant":
-            self.assistant += 1
-        content = message.get("content")
-        if isinstance(content, str):
-            if role == "user":
-                self.add_user_text(content)
-        elif isinstance(content, list):
-            for block in content:
-                if isinstance(block, dict):
-                    self.add_block(block, role if isinstance(role, str) else None)
-
-    def add_object(self, item: dict[str, Any]) -> None:
-        """A dict recovered from cut JSON: a message, a block, or a bare tool input."""
-        if "role" in item:
-            self.add_message(item)
-        elif "type" in item:
-            self.add_block(item, None)
-        else:
-            self.add_tool_input(None, item)
-
-
-def _recover_objects(text: str) -> list[dict[str, Any]]:
-    """The outermost complete JSON objects found in `text`, left to right.
-
-    Inside a JSON string every quote is escaped, so `{"` only starts a real object. Where an object is
-    cut (its decode fails), the objects nested inside it are tried instead.
-    """
-    decoder = json.JSONDecoder()
-    found: list[dict[str, Any]] = []
-    covered = 0
-    for match in _OBJECT_START_RE.finditer(text):
-        start = match.start()
-        if start < covered:
-            continue
-        try:
-            value, end = decoder.raw_decode(text, start)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            found.append(value)
-            covered = end
-    return found
-
-
-def _fit(items: list[str], budget: int, *, keep_first: bool, max_items: int = 12) -> tuple[list[str], int]:
-    """Up to `max_items` items that fit in `budget` chars, preferring the newest (and the first, if asked).
-
-    Returns the chosen items in their original order and how many were left out.
-    """
-    cost = [len(item) + 3 for item in items]
-    order = list(range(len(items) - 1, -1, -1))
-    if keep_first and items:
-        order = [0, *order[:-1]]
-    chosen: set[int] = set()
-    used = 0
-    for index in order:
-        if used + cost[index] > budget or len(chosen) >= max_items:
-            break
-        chosen.add(index)
-        used += cost[index]
-    return [items[i] for i in sorted(chosen)], len(items) - len(chosen)
-
-
-def _section(title: str, items: list[str], budget: int, *, keep_first: bool = False) -> list[str]:
-    if not items:
-        return [f"{title}", "- (none)"]
-    kept, left_out = _fit(items, budget, keep_first=keep_first)
-    lines = [title, *(f"- {item}" for item in kept)]
-    if left_out:
-        lines.append(f"- ({left_out} more not shown)")
-    return lines
-
-
-def _describe_digest_result(digest: _Digest, use_id: str | None, output: str, is_error: bool) -> str:
-    name, tool_input = digest.uses.get(use_id or "", ("tool", {}))
-    target = tool_input.get("path") or tool_input.get("command") or tool_input.get("pattern") or ""
-    label = f"{name} {one_line(str(target), 60)}".strip()
-    archived = _archived_path(output)
-    if archived is not None:
-        return f"{label}: output archived at {archived}"
-    status = " (error)" if is_error else ""
-    return f"{label}{status}: {one_line(output, 200) or '(empty)'}"
-
-
-def extractive_summary(conversation_text: str, focus: str | None) -> str:
-    """A summary made only of text found in `conversation_text` (the JSON of a message list).
-
-    The JSON may be cut in the middle (head + tail of a long history); then the complete objects
-    that survive are recovered one by one. The result stays under SUMMARY_CHAR_LIMIT chars.
-    """
-    digest = _Digest()
-    complete = True
-    try:
-        parsed: Any = json.loads(conversation_text)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict):
-        parsed = [parsed]
-    if isinstance(parsed, list):
-        for item in parsed:
-            if isinstance(item, dict):
-                digest.add_object(item)
-    else:
-        complete = False
-        for item in _recover_objects(conversation_text):
-            digest.add_object(item)
-
-    lines: list[str] = []
-    if focus and focus.strip():
-        lines.append(f"Focus: {one_line(focus, 240)}")
-    lines += _section("User requests:", digest.requests, 1_100, keep_first=True)
-    files = [f"{path} ({', '.join(ops)})" for path, ops in digest.files.items()]
-    lines += _section("Files touched:", [one_line(item, 140) for item in files], 650)
-    lines += _section("Commands run:", digest.commands, 600)
-    last = [_describe_digest_result(digest, *result) for result in digest.results[-3:]]
-    lines += _section("Last results:", last, 720)
-    if digest.earlier_summary:
-        lines.append(f"Earlier summary (excerpt): {one_line(digest.earlier_summary, 300)}")
-    if digest.archives:
-        kept, _ = _fit([one_line(path, 120) for path in digest.archives], 260, keep_first=False)
-        lines.append("Archived transcripts: " + ", ".join(kept))
-    counts = (
-        f"Messages: {digest.messages} ({digest.user} user, {digest.assistant} assistant); "
-        f"tool calls: {digest.tool_calls}; tool results: {len(digest.results)}."
-    )
-    if not complete:
-        counts += " The conversation text was cut, so counts cover only the parts that survived."
-        if digest.messages == 0 and digest.tool_calls == 0 and not digest.results:
-            excerpt = one_line(conversation_text, 300)
-            if excerpt:
-                lines.append(f"Raw excerpt: {excerpt}")
-    lines.append(counts)
-
-    summary = "\n".join(lines)
-    if len(summary) > SUMMARY_CHAR_LIMIT:
-        cut = summary[: SUMMARY_CHAR_LIMIT - 20]
-        summary = cut[: cut.rfind("\n")] + "\n[summary cut]" if "\n" in cut else cut
-    return summary
