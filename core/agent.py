@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import json
 import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Sequence
@@ -39,6 +41,7 @@ from core.events import (
     TurnStarted,
 )
 from core.history import interrupted_result, splice_between, text_of
+from core.markers import parse_marker
 from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, Retrying, TextChunk
 from core.session import SessionLog
 from core.tokens import TokenCounter
@@ -247,7 +250,8 @@ class Agent:
 
     async def _turn(self, turn: _Turn) -> AsyncGenerator[AgentEvent, None]:
         """Prepare, one model call, one tool batch; again until the model stops calling tools."""
-        yield self._append({"role": "user", "content": turn.request}, "user")
+        async for event in self._add_request(turn.request):
+            yield event
         yield TurnStarted(turn.request)
         if self._announce is not None:
             yield self._announce
@@ -285,6 +289,28 @@ class Agent:
             async for event in self._run_tools(turn):
                 yield event
         turn.fail(f"stopped after {self.max_steps} model calls in one turn", "limit")
+
+    async def _add_request(self, request: str) -> AsyncGenerator[AgentEvent, None]:
+        """Append the request so that the model sees one clear request.
+
+        A turn that failed leaves its request unanswered at the end of the history. The same text
+        sent again is that request again (kept once); a different one follows the earlier request,
+        which is marked as unanswered so the model does not take both for the current one.
+        """
+        last = self._messages[-1] if self._messages else None
+        if last is not None and _unanswered_request(last):
+            if last["content"] == request:
+                return
+            marked = {**last, "content": f"{UNANSWERED_MARK}\n{last['content']}"}
+            if changed := self._replace([*self._messages[:-1], marked], "unanswered request"):
+                yield changed
+        if len(json.dumps(request, ensure_ascii=False)) > self.compactor.settings.context_char_limit:
+            yield Notice(
+                f"this message alone is {len(request):,} chars, over the {self.compactor.settings.context_char_limit:,}"
+                "-char context limit: no compaction step can shrink it (archive it as a file for the model to read)",
+                "warning",
+            )
+        yield self._append({"role": "user", "content": request}, "user")
 
     async def _call_model(self, turn: _Turn) -> AsyncGenerator[AgentEvent, None]:
         """Stream one model call; the complete reply lands in `turn.response`."""
@@ -420,6 +446,19 @@ class Agent:
         steps, self._steps[:] = list(self._steps), []
         return steps
 
+    async def archive_request(self, text: str) -> str:
+        """Save a request too long for the context in the archive; returns the short message to send instead.
+
+        The message names the file (the model reads it with read_file) and keeps a preview.
+        """
+        name = f"user-request-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
+        path = await self.archive.save_tool_result(name, text)
+        preview = text[: self.compactor.settings.fit_preview_chars]
+        return (
+            f"[My message is {len(text):,} chars long, too long for the context: it is saved whole at {path}. "
+            f"Read it with read_file (offset/limit) before answering.]\n\nIts beginning:\n{preview}"
+        )
+
     async def compact(self, focus: str | None = None) -> AsyncIterator[AgentEvent]:
         """Compact the history now, on the user's request (the focus goes into the summary request)."""
         if self.running:
@@ -459,6 +498,20 @@ class Agent:
         if self.session is not None:
             await self.session.close()
         await self.model.aclose()
+
+
+UNANSWERED_MARK = "[An earlier request that got no answer: the turn ended before a reply. The current request follows.]"
+
+
+def _unanswered_request(message: Message) -> bool:
+    """A plain user request (not a marker, not tool results) that no assistant message answered."""
+    content = message.get("content")
+    return (
+        message.get("role") == "user"
+        and isinstance(content, str)
+        and not content.startswith(UNANSWERED_MARK)
+        and parse_marker(content) is None
+    )
 
 
 def _last_request(messages: list[Message]) -> str:
