@@ -44,6 +44,7 @@ from core.history import interrupted_result, splice_between, text_of
 from core.markers import parse_marker
 from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, Retrying, TextChunk
 from core.session import SessionLog
+from core.steering import Compaction, SteeringError, drop_result, restore_result, undo
 from core.tokens import TokenCounter
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput, Workspace
 
@@ -123,6 +124,10 @@ class Agent:
         self.resumed_from: str | None = None
         self._announce: Notice | None = None  # said once, at the start of the first turn
         self._steps: list[CompactionStep] = []  # what the compactor reported during the current call
+        self.compactions: list[Compaction] = []
+        """Every compaction applied to this history, oldest first (what `undo_compaction` reverses)."""
+        self.auto_compact = True
+        """False pauses the pipeline before each call; reactive_compact still guards an API refusal."""
         self._session_error: str | None = None
         compactor.on_event = self._steps.append
 
@@ -218,6 +223,7 @@ class Agent:
         self.last_request = ""
         self.last_input_tokens = None
         self.allowed_for_session.clear()
+        self.compactions.clear()
         if self.session is not None:
             previous = self.session
             self.session = SessionLog.create(self.settings.state_dir, {"model": self.model.name})
@@ -406,6 +412,15 @@ class Agent:
     async def _prepare(self) -> AsyncGenerator[AgentEvent, None]:
         """The pipeline before a model call; a failed step keeps what succeeded and the turn goes on."""
         self._steps.clear()
+        if not self.auto_compact:
+            limit = self.compactor.settings.context_char_limit
+            if self.chars > limit:
+                yield Notice(
+                    f"automatic compaction is paused: the context is {self.chars:,} chars, over the "
+                    f"{limit:,}-char limit (the API may refuse it; reactive compaction still guards that)",
+                    "warning",
+                )
+            return
         try:
             prepared = await self.compactor.prepare(self._messages, self.last_request)
         except CompactionError as error:
@@ -415,9 +430,12 @@ class Agent:
                 yield changed
             yield ErrorEvent(f"compaction: {error}; going on with the context as it is", "compaction")
             return
-        for step in self._take_steps():
+        steps = self._take_steps()
+        for step in steps:
             yield step
+        before = self._messages
         if changed := self._replace(prepared, "prepare"):
+            self._record_compaction(steps, before)
             yield changed
 
     async def _compaction(self, step: StepName, focus: str | None) -> AsyncGenerator[AgentEvent, None]:
@@ -437,14 +455,59 @@ class Agent:
                 yield event
             yield ErrorEvent(f"{label}: {error}", "compaction")
             return
-        for event in self._take_steps():
+        steps = self._take_steps()
+        for event in steps:
             yield event
+        before = self._messages
         if changed := self._replace(compacted, step):
+            self._record_compaction(steps, before)
             yield changed
+
+    def _record_compaction(self, steps: list[CompactionStep], before: list[Message]) -> None:
+        if steps:
+            files = tuple(path for step in steps for path in step.files_written)
+            self.compactions.append(
+                Compaction(tuple(step.step for step in steps), tuple(before), tuple(self._messages), files)
+            )
 
     def _take_steps(self) -> list[CompactionStep]:
         steps, self._steps[:] = list(self._steps), []
         return steps
+
+    # --- steering (the user's hand on the context) -------------------------------------------
+
+    def _idle(self, action: str) -> None:
+        if self.running:
+            raise SteeringError(f"cannot {action} while a turn is running")
+
+    async def drop(self, tool_use_id: str) -> HistoryChanged | None:
+        """Archive one tool result now and leave a placeholder, exactly as micro_compact would."""
+        self._idle("drop a result")
+        messages, path = await drop_result(self._messages, self.archive, tool_use_id)
+        self._log(Notice(f"dropped the result of {tool_use_id}: saved at {path}"))
+        return self._replace(messages, "drop")
+
+    async def restore(self, path: str) -> HistoryChanged | None:
+        """The archived text at `path` is back in context, byte-exact (at its place when its marker is
+        still there, else appended as a labelled message). Refused when it alone is over the limit."""
+        self._idle("restore a result")
+        messages, where = await restore_result(
+            self._messages, self.archive, path, self.compactor.settings.context_char_limit
+        )
+        self._log(Notice(f"restored {path} ({where})"))
+        return self._replace(messages, "restore")
+
+    async def undo_compaction(self) -> HistoryChanged | None:
+        """Reverse the last compaction: what it removed is back, byte-exact and in place, and every
+        message added after it stays after it. Falsy when there is nothing to undo."""
+        self._idle("undo a compaction")
+        if not self.compactions:
+            return None
+        last = self.compactions[-1]
+        messages = undo(self._messages, last)
+        self.compactions.pop()
+        self._log(Notice(f"undid {' + '.join(last.steps)} (its files stay in the archive)"))
+        return self._replace(messages, "undo")
 
     async def archive_request(self, text: str) -> str:
         """Save a request too long for the context in the archive; returns the short message to send instead.
