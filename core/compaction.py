@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.archive import Archive, ArchiveError
+from core.archive import TRANSCRIPTS_DIR, Archive, ArchiveError
 from core.events import CompactionStep, StepName
 from core.history import (
     HistorySizer,
@@ -32,6 +33,7 @@ from core.history import (
     unseen_tool_result_positions,
 )
 from core.markers import (
+    omission_marker,
     parse_marker,
     persisted_output,
     placeholder,
@@ -124,6 +126,31 @@ class _Replacement:
         return self.path
 
 
+# As long as the names Archive.write_transcript gives (UTC stamp, pid, 4-digit counter, digest):
+# used to weigh a marker before its transcript exists.
+_TRANSCRIPT_PATH_ESTIMATE = f"{TRANSCRIPTS_DIR}/transcript_00000000-000000-{os.getpid()}-0000-00000000.jsonl"
+
+
+@dataclass(frozen=True)
+class _SnipPlan:
+    """Where a snip cuts and what its marker counts (earlier snips' messages included)."""
+
+    head_end: int
+    tail_start: int
+    archived_before: int  # messages earlier markers in the middle stood for
+    archived_now: int  # messages of this history that go to the transcript's middle
+    request_readded: bool
+
+    @property
+    def count(self) -> int:
+        return self.archived_before + self.archived_now
+
+    def result(self, messages: Sequence[Message], transcript: str, active_request: str | None) -> list[Message]:
+        marker = {"role": "user", "content": snip_marker(self.count, transcript)}
+        request = [{"role": "user", "content": active_request}] if self.request_readded and active_request else []
+        return [*messages[: self.head_end], marker, *request, *messages[self.tail_start :]]
+
+
 class _Editor:
     """Copy-on-write edits of a history: a message is copied the first time one of its blocks changes."""
 
@@ -155,7 +182,12 @@ class _Editor:
 
 
 class Compactor:
-    """Runs the pipeline before each model call; every reduction is archived first."""
+    """Runs the pipeline before each model call; every reduction is archived first.
+
+    Two rules hold for every step: nothing is replaced before its file is saved, and a step whose
+    result would be larger than its input is not applied (its event says so, with chars_after equal
+    to chars_before, and the next step is tried).
+    """
 
     def __init__(
         self,
@@ -182,6 +214,10 @@ class Compactor:
         if inspect.isawaitable(result):
             await result
 
+    async def _not_applied(self, step: StepName, before: int, would_be: int, why: str) -> None:
+        """Say that a step was refused because its result would not be smaller than its input."""
+        await self._emit(step, before, before, 0, (), f"not applied: {why} ({before:,} -> {would_be:,} chars)")
+
     # --- step 1 --------------------------------------------------------------------------------
 
     async def tool_result_budget(self, messages: Sequence[Message]) -> list[Message]:
@@ -189,8 +225,9 @@ class Compactor:
 
         Only the last message is looked at. When its tool_results add up to more than
         `tool_result_batch_char_limit`, the largest results over `large_result_char_limit` are
-        saved whole and replaced by a <persisted-output> block with the path and a preview of
-        `persisted_preview_chars`, largest first, until the batch fits.
+        planned, largest first, until the batch fits; then all of them are saved whole and only
+        then replaced by a <persisted-output> block with the path and a preview of
+        `persisted_preview_chars`. A result whose block would not be shorter stays as it is.
         """
         settings = self.settings
         if not messages or not is_tool_result(messages[-1]):
@@ -205,40 +242,73 @@ class Compactor:
         total = sum(sizes.values())
         if total <= settings.tool_result_batch_char_limit:
             return _unchanged(messages)
-        before = self.estimate_chars(messages)
-        editor = _Editor(messages, before)
+        plan: list[_Replacement] = []
         for block_index in sorted(sizes, key=lambda position: sizes[position], reverse=True):
             if total <= settings.tool_result_batch_char_limit:
                 break
             if sizes[block_index] <= settings.large_result_char_limit:
                 continue
-            block = editor.block(index, block_index)
+            block = content[block_index]
             text = result_text(block.get("content", ""))
-            path = await self._save_result(block, text)
-            replacement = persisted_output(path, text[: settings.persisted_preview_chars])
-            editor.set_block_content(index, block_index, replacement)
-            editor.files.append(path)
+            item = _Replacement(index, block_index, block, text, None, text[: settings.persisted_preview_chars])
+            item.old_size = _json_len(block.get("content", ""))
+            replacement = persisted_output(self.archive.expected_tool_result_path(item.tool_use_id), item.preview)
+            if _json_len(replacement) >= item.old_size:
+                continue
+            plan.append(item)
             total += len(replacement) - sizes[block_index]
-        if not editor.changed:
-            return _unchanged(messages)
-        await self._emit("tool_result_budget", before, editor.chars, len(editor.changed), editor.files,
-                         f"{len(editor.files)} large result(s) persisted")
-        return editor.messages
+        return await self._apply_plan(
+            messages, plan, lambda item: persisted_output(item.saved_path, item.preview),
+            "tool_result_budget", lambda done: f"{len(done)} large result(s) persisted",
+        )
 
     # --- step 2 --------------------------------------------------------------------------------
 
-    async def snip_compact(self, messages: Sequence[Message]) -> list[Message]:
+    async def snip_compact(self, messages: Sequence[Message], active_request: str | None = None) -> list[Message]:
         """Step 2, every call: once there are `snip_trigger_messages` messages, cut the middle.
 
         The whole list goes to a transcript first; what stays is the first `snip_keep_head`
         messages, one `[N messages archived at PATH]` marker and the newest messages, down to
         `snip_target_messages` in all. Cut points move so that no tool_use/tool_result pair is
         split, so slightly more may stay.
+
+        Repeated snips are stable: an earlier snip marker of this archive in the middle counts
+        for the messages it stands for, so N counts every message archived so far, and the new
+        transcript (the whole list) holds the earlier marker, which names the earlier transcript.
+        When the middle holds nothing new (only the earlier marker and copies of the request),
+        nothing is snipped. If `active_request` is given and the cut archived every copy of it,
+        it is put back right after the marker, before the kept tail: the model reads the
+        request, then the work done on it.
         """
+        plan = self._plan_snip(messages, active_request)
+        if plan is None:
+            return _unchanged(messages)
+        before = self.estimate_chars(messages)
+        projected = self.estimate_chars(plan.result(messages, _TRANSCRIPT_PATH_ESTIMATE, active_request))
+        if projected > before:
+            await self._not_applied("snip_compact", before, projected,
+                                    f"the marker would be larger than the {plan.archived_now} messages it replaces")
+            return _unchanged(messages)
+        transcript = await self._write_transcript(messages)
+        result = plan.result(messages, transcript, active_request)
+        after = self.estimate_chars(result)
+        if after > before:
+            await self._not_applied("snip_compact", before, after,
+                                    f"the marker would be larger than the {plan.archived_now} messages it replaces")
+            return _unchanged(messages)
+        detail = f"{plan.archived_now} messages archived"
+        if plan.archived_before:
+            detail += f" ({plan.count} in all with the {plan.archived_before} archived earlier)"
+        if plan.request_readded:
+            detail += "; the current request was put back after the marker"
+        await self._emit("snip_compact", before, after, plan.archived_now, [transcript], detail)
+        return result
+
+    def _plan_snip(self, messages: Sequence[Message], active_request: str | None) -> _SnipPlan | None:
         settings = self.settings
         count = len(messages)
         if count < settings.snip_trigger_messages:
-            return _unchanged(messages)
+            return None
         head_end = settings.snip_keep_head
         tail_start = count - (settings.snip_target_messages - head_end - 1)
         if has_tool_use(messages[head_end - 1]):
@@ -251,15 +321,22 @@ class Compactor:
         ):
             tail_start -= 1
         if head_end >= tail_start:
-            return _unchanged(messages)
-        before = self.estimate_chars(messages)
-        transcript = await self._write_transcript(messages)
-        archived = tail_start - head_end
-        marker = {"role": "user", "content": snip_marker(archived, transcript)}
-        result = [*messages[:head_end], marker, *messages[tail_start:]]
-        await self._emit("snip_compact", before, self.estimate_chars(result), archived, [transcript],
-                         f"{archived} messages archived")
-        return result
+            return None
+        archived_before = archived_now = 0
+        new = 0
+        for message in messages[head_end:tail_start]:
+            earlier = self._own_snip_count(message)
+            if earlier is not None:
+                archived_before += earlier
+                continue
+            archived_now += 1
+            if not _is_request_copy(message, active_request):
+                new += 1
+        if new == 0:
+            return None
+        readd = active_request is not None and not _request_visible(
+            [*messages[:head_end], *messages[tail_start:]], active_request)
+        return _SnipPlan(head_end, tail_start, archived_before, archived_now, readd)
 
     # --- step 3 --------------------------------------------------------------------------------
 
@@ -269,8 +346,8 @@ class Compactor:
         The newest `keep_recent_results` read results, results of `micro_min_chars` or fewer and
         unseen results (after the last assistant message) are never touched. Older ones, oldest
         first, are saved and replaced by `[Earlier tool result saved at PATH]` until the history
-        is at most `target_chars`. A result that already is a <persisted-output> block keeps the
-        file it points to.
+        is at most `target_chars`. A result that already is this archive's own <persisted-output>
+        block keeps the file it points to; a placeholder that would not be shorter is not used.
         """
         settings = self.settings
         before = self.estimate_chars(messages)
@@ -291,47 +368,53 @@ class Compactor:
             marker = parse_marker(content)
             if marker is not None and marker.kind == "placeholder":
                 continue
-            item = _Replacement(index, block_index, block, text, self._trusted_persisted_path(content))
+            item = _Replacement(index, block_index, block, text, None)
+            item.path = self._own_persisted_path(content, item.tool_use_id)
             item.old_size = _json_len(content)
             expected = item.path or self.archive.expected_tool_result_path(item.tool_use_id)
-            projected += _json_len(placeholder(expected)) - item.old_size
+            change = _json_len(placeholder(expected)) - item.old_size
+            if change >= 0:
+                continue
+            projected += change
             plan.append(item)
         return await self._apply_plan(
-            messages, before, plan, lambda item: placeholder(item.saved_path),
-            "micro_compact", f"{len(plan)} older read result(s) replaced by placeholders",
+            messages, plan, lambda item: placeholder(item.saved_path),
+            "micro_compact", lambda done: f"{len(done)} older read result(s) replaced by placeholders",
         )
 
     async def fit_tool_results(self, messages: Sequence[Message], target_chars: int) -> list[Message]:
-        """Step 3b, only if still over the limit: fit the unseen results.
+        """Step 3b, only if still over the limit: the last lossless step before the summary.
 
-        When the newest, not yet read results alone overflow the context, the largest of them are
-        saved and replaced by a <persisted-output> block with a `fit_preview_chars` preview,
-        largest first, until the history is at most `target_chars`. This keeps the model from
-        summarising the history before it has even seen the new results.
+        The largest results are saved and replaced by a <persisted-output> block with a
+        `fit_preview_chars` preview until the history is at most `target_chars`: first the
+        unseen results (so the model is not summarised away before it has even seen them), then
+        the read results micro_compact keeps (the newest `keep_recent_results`) and any other read
+        result still whole, largest first. Only when none of them can be shortened further does
+        compact_history run. The event names the kept-recent results it shortened.
         """
         settings = self.settings
         before = self.estimate_chars(messages)
-        unseen = sorted(unseen_tool_result_positions(messages))
-        contents = {position: messages[position[0]]["content"][position[1]].get("content", "") for position in unseen}
+        unseen = unseen_tool_result_positions(messages)
+        consumed = [position for position in tool_result_positions(messages) if position not in unseen]
+        keep = settings.keep_recent_results
+        kept_recent = set(consumed[-keep:]) if keep > 0 else set()
+        contents = {
+            position: messages[position[0]]["content"][position[1]].get("content", "")
+            for position in [*unseen, *consumed]
+        }
         sizes = {position: _json_len(content) for position, content in contents.items()}
+        order = [
+            *sorted(unseen, key=lambda item: (-sizes[item], item)),
+            *sorted(consumed, key=lambda item: (-sizes[item], item)),
+        ]
         plan: list[_Replacement] = []
         projected = before
-        for position in sorted(unseen, key=lambda item: sizes[item], reverse=True):
+        for position in order:
             if projected <= target_chars:
                 break
-            block = messages[position[0]]["content"][position[1]]
-            content = contents[position]
-            marker = parse_marker(content)
-            path = self._trusted_persisted_path(content)
-            if path is not None and marker is not None and marker.preview is not None:
-                item = _Replacement(*position, block, None, path, marker.preview[: settings.fit_preview_chars])
-            elif marker is not None and marker.kind == "placeholder":
+            item = self._plan_fit(messages, position, contents[position])
+            if item is None:
                 continue
-            else:
-                text = result_text(content)
-                if len(text) <= settings.fit_preview_chars:
-                    continue
-                item = _Replacement(*position, block, text, None, text[: settings.fit_preview_chars])
             expected = item.path or self.archive.expected_tool_result_path(item.tool_use_id)
             replacement_size = _json_len(persisted_output(expected, item.preview))
             if replacement_size >= sizes[position]:
@@ -339,10 +422,34 @@ class Compactor:
             projected += replacement_size - sizes[position]
             item.old_size = sizes[position]
             plan.append(item)
+
+        def detail(done: list[_Replacement]) -> str:
+            recent = [item.tool_use_id for item in done if (item.index, item.block_index) in kept_recent]
+            fresh = sum((item.index, item.block_index) in unseen for item in done)
+            text = f"{fresh} unseen and {len(done) - fresh} read result(s) persisted with short previews"
+            if recent:
+                text += f"; kept-recent read results shortened: {', '.join(recent)}"
+            return text
+
         return await self._apply_plan(
-            messages, before, plan, lambda item: persisted_output(item.saved_path, item.preview),
-            "fit_tool_results", f"{len(plan)} unseen result(s) persisted with short previews",
+            messages, plan, lambda item: persisted_output(item.saved_path, item.preview), "fit_tool_results", detail,
         )
+
+    def _plan_fit(self, messages: Sequence[Message], position: tuple[int, int], content: Any) -> _Replacement | None:
+        """The planned replacement of one result by fit, or None when fit cannot shorten it."""
+        preview_chars = self.settings.fit_preview_chars
+        block = messages[position[0]]["content"][position[1]]
+        marker = parse_marker(content)
+        if marker is not None and marker.kind == "placeholder":
+            return None
+        tool_use_id = str(block.get("tool_use_id") or "unknown")
+        path = self._own_persisted_path(content, tool_use_id)
+        if path is not None and marker is not None and marker.preview is not None:
+            return _Replacement(*position, block, None, path, marker.preview[:preview_chars])
+        text = result_text(content)
+        if len(text) <= preview_chars:
+            return None
+        return _Replacement(*position, block, text, None, text[:preview_chars])
 
     # --- step 4 --------------------------------------------------------------------------------
 
@@ -355,13 +462,30 @@ class Compactor:
         replaces the history with one `[Compacted]` message that keeps the current user request
         apart from the summary and names the transcript. Raises CompactionError (history
         untouched) if the transcript or the summary fails.
+
+        Called directly (the compact tool or command), a result larger than the history is
+        refused only when it would also be over `context_char_limit`; inside `prepare` any
+        growth is refused. A refused summary leaves its transcript behind (a copy of the history,
+        harmless) and the event says what holds the history over the limit.
         """
+        return await self._compact_history(messages, active_request, focus, strict=False)
+
+    async def _compact_history(
+        self, messages: Sequence[Message], active_request: str, focus: str | None, *, strict: bool
+    ) -> list[Message]:
         before = self.estimate_chars(messages)
         transcript = await self._write_transcript(messages)
-        summary = await self._summarize(messages, focus)
+        summary = await self._summarize(messages, focus, transcript)
         result = [{"role": "user", "content": summary_message("Compacted", active_request, summary, transcript)}]
-        await self._emit("compact_history", before, self.estimate_chars(result), len(messages), [transcript],
-                         f"focus: {focus}" if focus else "")
+        after = self.estimate_chars(result)
+        if self._refused(before, after, strict):
+            await self._not_applied("compact_history", before, after,
+                                    f"the summary message would be larger than the history; {self._holding(active_request)}")
+            return _unchanged(messages)
+        details = [f"focus: {focus}"] if focus else []
+        if after > self.settings.context_char_limit:
+            details.append(self._holding(active_request))
+        await self._emit("compact_history", before, after, len(messages), [transcript], "; ".join(details))
         return result
 
     async def reactive_compact(self, messages: Sequence[Message], active_request: str) -> list[Message]:
@@ -369,7 +493,8 @@ class Compactor:
 
         Saves the whole history, summarises everything but the newest `reactive_keep_messages`
         messages (moving the cut so a tool_use/tool_result pair stays together) and puts one
-        `[Reactive compact]` message in front of them.
+        `[Reactive compact]` message in front of them. A result that would be larger than the
+        history and over `context_char_limit` is refused (the history is returned as it was).
         """
         count = len(messages)
         tail_start = max(0, count - self.settings.reactive_keep_messages)
@@ -382,10 +507,15 @@ class Compactor:
         before = self.estimate_chars(messages)
         transcript = await self._write_transcript(messages)
         old_history = messages[:tail_start] if tail_start else messages
-        summary = await self._summarize(old_history, None)
+        summary = await self._summarize(old_history, None, transcript)
         message = {"role": "user", "content": summary_message("Reactive compact", active_request, summary, transcript)}
         result = [message, *messages[tail_start:]] if tail_start else [message]
-        await self._emit("reactive_compact", before, self.estimate_chars(result), len(old_history), [transcript])
+        after = self.estimate_chars(result)
+        if self._refused(before, after, strict=False):
+            await self._not_applied("reactive_compact", before, after,
+                                    f"the summary would not make the history smaller; {self._holding(active_request)}")
+            return _unchanged(messages)
+        await self._emit("reactive_compact", before, after, len(old_history), [transcript])
         return result
 
     # --- the pipeline --------------------------------------------------------------------------
@@ -393,23 +523,22 @@ class Compactor:
     async def prepare(self, messages: Sequence[Message], active_request: str) -> list[Message]:
         """Run the pipeline before a model call; returns a new list and never mutates `messages`.
 
-        Raises CompactionError when a step fails; its `partial` holds the lossless result of the
-        steps before it (None when nothing succeeded).
+        Lossless before lossy: compact_history runs only after fit_tool_results could shorten
+        nothing more, and no step leaves the history larger than it found it. Raises
+        CompactionError when a step fails; its `partial` holds the lossless result of the steps
+        before it (None when nothing succeeded).
         """
         settings = self.settings
         original = messages
         result = await self._step(self.tool_result_budget(list(messages)), None)
-        before_snip = result
-        result = await self._step(self.snip_compact(result), result)
-        if result is not before_snip and not _request_visible(result, active_request):
-            result.append({"role": "user", "content": active_request})
+        result = await self._step(self.snip_compact(result, active_request), result)
         if self.estimate_chars(result) > settings.context_char_limit:
             target = settings.micro_target_chars
             result = await self._step(self.micro_compact(result, target), result)
             if self.estimate_chars(result) > settings.context_char_limit:
                 result = await self._step(self.fit_tool_results(result, target), result)
             if self.estimate_chars(result) > settings.context_char_limit:
-                result = await self._step(self.compact_history(result, active_request), result)
+                result = await self._step(self._compact_history(result, active_request, None, strict=True), result)
         return list(result) if result is original else result
 
     @staticmethod
@@ -421,23 +550,49 @@ class Compactor:
 
     # --- helpers -------------------------------------------------------------------------------
 
+    def _refused(self, before: int, after: int, strict: bool) -> bool:
+        """A result is refused when larger than its input (in prepare: also when just as large)."""
+        if strict:
+            return after >= before
+        return after > before and after > self.settings.context_char_limit
+
+    def _holding(self, active_request: str) -> str:
+        """One line on what keeps the history over the limit, for the warning in a step's event."""
+        limit = self.settings.context_char_limit
+        request = len(active_request)
+        if request > limit:
+            return (f"the current request alone is {request:,} chars, over the {limit:,} limit: "
+                    "shorten it or save it as a file the model can read")
+        return f"what remains (the current request and the newest messages) cannot be shortened below {limit:,} chars"
+
     async def _apply_plan(
         self,
         messages: Sequence[Message],
-        before: int,
         plan: list[_Replacement],
         render: Callable[[_Replacement], str],
         step: StepName,
-        detail: str,
+        detail: Callable[[list[_Replacement]], str],
     ) -> list[Message]:
-        """Save the planned results, then (only then) replace each block with `render(item)`."""
+        """The one save-then-replace helper: save every planned result, then (only then) replace.
+
+        A block whose rendering with the real path would not be shorter than what it replaces
+        (the archive gave a longer name than expected) keeps its content; its file stays saved.
+        """
         if not plan:
             return _unchanged(messages)
+        before = self.estimate_chars(messages)
         files = await self._save_planned(plan)
         editor = _Editor(messages, before)
+        done: list[_Replacement] = []
         for item in plan:
-            editor.set_block_content(item.index, item.block_index, render(item), item.old_size)
-        await self._emit(step, before, editor.chars, len(editor.changed), files, detail)
+            replacement = render(item)
+            if item.old_size is not None and _json_len(replacement) >= item.old_size:
+                continue
+            editor.set_block_content(item.index, item.block_index, replacement, item.old_size)
+            done.append(item)
+        if not done:
+            return _unchanged(messages)
+        await self._emit(step, before, editor.chars, len(editor.changed), files, detail(done))
         return editor.messages
 
     async def _save_planned(self, plan: list[_Replacement]) -> list[str]:
@@ -454,29 +609,36 @@ class Compactor:
             item.path = path
         return paths
 
-    async def _save_result(self, block: dict[str, Any], text: str) -> str:
-        try:
-            return await self.archive.save_tool_result(str(block.get("tool_use_id") or "unknown"), text)
-        except ArchiveError as error:
-            raise CompactionError(f"compaction stopped, nothing replaced: {error}") from error
-
     async def _write_transcript(self, messages: Sequence[Message]) -> str:
         try:
             return await self.archive.write_transcript(list(messages))
         except ArchiveError as error:
             raise CompactionError(f"compaction stopped, nothing replaced: {error}") from error
 
-    def _trusted_persisted_path(self, content: Any) -> str | None:
-        """The path of a <persisted-output> block whose file really is in the archive."""
+    def _own_persisted_path(self, content: Any, tool_use_id: str) -> str | None:
+        """The path of a <persisted-output> block this archive wrote for this tool_use id, else None.
+
+        Trusting a path alone would let tool output that merely looks like a marker pass as
+        already archived, and its text would be saved nowhere.
+        """
         marker = parse_marker(content)
         if marker is None or marker.kind != "persisted":
             return None
-        return marker.path if self.archive.resolve(marker.path) is not None else None
+        return marker.path if self.archive.is_own(marker.path, tool_use_id) else None
 
-    async def _summarize(self, messages: Sequence[Message], focus: str | None) -> str:
+    def _own_snip_count(self, message: Message) -> int | None:
+        """How many messages an earlier snip marker of this archive stands for, else None."""
+        if not isinstance(message, dict) or message.get("role") != "user":
+            return None
+        marker = parse_marker(message.get("content"))
+        if marker is None or marker.kind != "snip" or marker.count is None:
+            return None
+        return marker.count if self.archive.is_own(marker.path) else None
+
+    async def _summarize(self, messages: Sequence[Message], focus: str | None, transcript: str) -> str:
         if self.summarize is None:
             raise CompactionError("no summarizer configured; history left as it was")
-        text = conversation_text(messages, self.settings.summary_input_char_limit)
+        text = conversation_text(messages, self.settings.summary_input_char_limit, transcript)
         try:
             summary = await self.summarize(text, focus)
         except CompactionError:
@@ -494,13 +656,25 @@ def _unchanged(messages: Sequence[Message]) -> list[Message]:
     return messages if isinstance(messages, list) else list(messages)
 
 
-def conversation_text(messages: Sequence[Message], limit: int = 80_000) -> str:
-    """The JSON of `messages` for the summarizer: head 1/4 and tail 3/4 of `limit` when longer."""
-    text = json.dumps(list(messages), default=str, ensure_ascii=False)
+def conversation_text(messages: Sequence[Message], limit: int = 80_000, transcript: str | None = None) -> str:
+    """The JSON of `messages` for the summarizer: head 1/4 and tail 3/4 of `limit` when longer.
+
+    `<` and `>` are written as the JSON escapes \\u003c and \\u003e (still valid JSON, and the
+    same messages once decoded), so no text inside can close the tag the prompt wraps it in. A cut
+    text has a visible omission line between head and tail naming the transcript with the whole.
+    """
+    text = json.dumps(list(messages), default=str, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
     if len(text) <= limit:
         return text
     head = limit // 4
-    return text[:head] + text[len(text) - (limit - head):]
+    tail = limit - head
+    omitted = len(text) - head - tail
+    where = f"the whole conversation is in {transcript}" if transcript else "the whole conversation is not shown"
+    return f"{text[:head]}\n{omission_marker(omitted, where)}\n{text[len(text) - tail:]}"
+
+
+def _is_request_copy(message: Message, active_request: str | None) -> bool:
+    return active_request is not None and message.get("role") == "user" and message.get("content") == active_request
 
 
 def _request_visible(messages: Sequence[Message], active_request: str) -> bool:
