@@ -6,7 +6,7 @@ then link/rename) and a file is never replaced by different content. Paths hande
 workdir-relative POSIX paths; a path read back from a marker is trusted only if it resolves to an
 existing regular file inside one of the two archive directories.
 
-Each archive directory also holds `.manifest.jsonl`: one line per file this Archive wrote (its name,
+Each archive directory also holds `.manifest` (JSON lines): one line per file this Archive wrote (its name,
 its SHA-256 and, for a tool result, the tool_use id it was saved for). A marker is taken as the
 compactor's own only when the manifest names its file, for that id, and the file still has that
 digest (`is_own`); a resumed session reads the manifest back, so it still trusts its own markers.
@@ -34,7 +34,7 @@ import aiofiles.os
 TRANSCRIPTS_DIR = ".transcripts"
 TOOL_RESULTS_DIR = ".task_outputs/tool-results"
 
-MANIFEST_NAME = ".manifest.jsonl"
+MANIFEST_NAME = ".manifest"  # no .jsonl or .txt suffix: globs for archive files must not match it
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_ID_CHARS = 80
@@ -249,7 +249,7 @@ class Archive:
         if not isinstance(path, str) or not path or "\x00" in path or "\\" in path:
             return None
         pure = PurePosixPath(path)
-        if pure.is_absolute() or ".." in pure.parts:
+        if pure.is_absolute() or ".." in pure.parts or pure.name == MANIFEST_NAME:
             return None
         candidate = self.workdir / pure
         try:
@@ -334,7 +334,7 @@ class Archive:
 
 
 class _Manifest:
-    """The `.manifest.jsonl` of each archive directory: what was written there, by digest.
+    """The `.manifest` of each archive directory: what was written there, by digest.
 
     Read lazily and again whenever the file grew (another Archive on the same workdir, or a
     resumed session); appended to after each file is stored. A verified file's digest is cached
