@@ -201,6 +201,9 @@ class Compactor:
         self.settings = settings or CompactionSettings()
         self.on_event = on_event
         self._sizer = HistorySizer()
+        # A request that alone is over the limit: the summary was refused for it once (with the
+        # warning); prepare does not ask the model again while it is the current request.
+        self._hopeless_request: str | None = None
 
     def estimate_chars(self, messages: Sequence[Message]) -> int:
         """`core.history.estimate_chars`, incremental for the history this compactor keeps seeing."""
@@ -464,9 +467,11 @@ class Compactor:
         untouched) if the transcript or the summary fails.
 
         Called directly (the compact tool or command), a result larger than the history is
-        refused only when it would also be over `context_char_limit`; inside `prepare` any
-        growth is refused. A refused summary leaves its transcript behind (a copy of the history,
-        harmless) and the event says what holds the history over the limit.
+        refused only when it would also be over `context_char_limit`. Inside `prepare` a result
+        not smaller than the history is refused, and so is one that stays over the limit because
+        the current request alone is: then the event warns once what holds the history, and the
+        model is not asked again while that request is current. A refused summary leaves its
+        transcript behind (a copy of the history, harmless).
         """
         return await self._compact_history(messages, active_request, focus, strict=False)
 
@@ -474,13 +479,19 @@ class Compactor:
         self, messages: Sequence[Message], active_request: str, focus: str | None, *, strict: bool
     ) -> list[Message]:
         before = self.estimate_chars(messages)
+        if strict and active_request == self._hopeless_request:
+            return _unchanged(messages)  # refused for this request already, and said so once
         transcript = await self._write_transcript(messages)
         summary = await self._summarize(messages, focus, transcript)
         result = [{"role": "user", "content": summary_message("Compacted", active_request, summary, transcript)}]
         after = self.estimate_chars(result)
-        if self._refused(before, after, strict):
+        too_big = len(active_request) > self.settings.context_char_limit
+        if self._refused(before, after, strict) or (strict and too_big):
+            why = "larger than" if after >= before else "still over the limit, for all it would lose of"
             await self._not_applied("compact_history", before, after,
-                                    f"the summary message would be larger than the history; {self._holding(active_request)}")
+                                    f"the summary message would be {why} the history; {self._holding(active_request)}")
+            if strict and too_big:
+                self._hopeless_request = active_request
             return _unchanged(messages)
         details = [f"focus: {focus}"] if focus else []
         if after > self.settings.context_char_limit:

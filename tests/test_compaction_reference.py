@@ -14,9 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from core.compaction import CompactionSettings
-from core.history import pairing_problems
 from test_compaction_examples import (
     PLACEHOLDER_RE,
     SNIP_RE,
@@ -32,6 +29,9 @@ from test_compaction_examples import (
     tool_use,
     user,
 )
+
+from core.compaction import CompactionSettings
+from core.history import pairing_problems
 
 Message = dict[str, Any]
 
