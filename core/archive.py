@@ -120,18 +120,22 @@ class Archive:
             raise ArchiveError(f"cannot write archive files in {TOOL_RESULTS_DIR}: {_one_line(error)}") from error
 
     def _save_batch_sync(self, items: list[tuple[str, str]]) -> list[str]:
-        """Store each item, then record it in the manifest (an OSError of either ends the batch)."""
+        """Store each item, then record the batch in the manifest with one append (an OSError ends it)."""
         paths = []
+        stored: list[tuple[Path, str, str | None]] = []
         for tool_use_id, text in items:
             base = safe_name(tool_use_id or "unknown")
             data = text.encode("utf-8", "surrogatepass")
-            for target in (self.tool_results_dir / f"{base}.txt", self.tool_results_dir / f"{base}-{_digest(text)}.txt"):
+            digest = hashlib.sha256(data).hexdigest()  # the collision name and the manifest share it
+            for target in (self.tool_results_dir / f"{base}.txt", self.tool_results_dir / f"{base}-{digest[:10]}.txt"):
                 if self._store_new_sync(target, data):
-                    self._manifest.record(target, data, tool_use_id)
+                    stored.append((target, digest, tool_use_id))
                     paths.append(self.relative(target))
                     break
             else:
+                self._manifest.record(stored)
                 raise ArchiveError(f"cannot archive tool result {tool_use_id!r}: name collision at {target}")
+        self._manifest.record(stored)
         return paths
 
     def _store_new_sync(self, target: Path, data: bytes) -> bool:
@@ -173,7 +177,7 @@ class Archive:
     async def _record(self, target: Path, data: bytes, tool_use_id: str | None) -> None:
         """Add a file just stored to its directory's manifest (what makes its markers trusted)."""
         try:
-            await asyncio.to_thread(self._manifest.record, target, data, tool_use_id)
+            await asyncio.to_thread(self._manifest.record, [(target, hashlib.sha256(data).hexdigest(), tool_use_id)])
         except OSError as error:
             raise ArchiveError(f"cannot write the archive manifest in {self.relative(target.parent)}: "
                                f"{_one_line(error)}") from error
@@ -347,20 +351,28 @@ class _Manifest:
         self._loaded_size: dict[Path, int] = {}
         self._verified: dict[Path, tuple[tuple[int, int, int], str]] = {}
 
-    def record(self, target: Path, data: bytes, tool_use_id: str | None) -> None:
-        digest = hashlib.sha256(data).hexdigest()
-        line = json.dumps({"name": target.name, "sha256": digest, "tool_use_id": tool_use_id}, ensure_ascii=True)
-        manifest = target.parent / MANIFEST_NAME
+    def record(self, stored: list[tuple[Path, str, str | None]]) -> None:
+        """Append one line per (file, its SHA-256, tool_use id) to the manifest of the file's folder."""
+        by_folder: dict[Path, list[tuple[str, str, str | None]]] = {}
+        for target, digest, tool_use_id in stored:
+            by_folder.setdefault(target.parent, []).append((target.name, digest, tool_use_id))
         with self._lock:
-            self._load(target.parent)
-            handle = os.open(manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(handle, (line + "\n").encode("ascii"))
-            finally:
-                os.close(handle)
-            self._add(target.parent, target.name, digest, tool_use_id)
-            with contextlib.suppress(OSError):
-                self._loaded_size[target.parent] = os.stat(manifest).st_size
+            for folder, entries in by_folder.items():
+                self._load(folder)
+                lines = "".join(
+                    json.dumps({"name": name, "sha256": digest, "tool_use_id": tool_use_id}, ensure_ascii=True) + "\n"
+                    for name, digest, tool_use_id in entries
+                )
+                manifest = folder / MANIFEST_NAME
+                handle = os.open(manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    os.write(handle, lines.encode("ascii"))
+                finally:
+                    os.close(handle)
+                for name, digest, tool_use_id in entries:
+                    self._add(folder, name, digest, tool_use_id)
+                with contextlib.suppress(OSError):
+                    self._loaded_size[folder] = os.stat(manifest).st_size
 
     def vouches(self, absolute: Path, tool_use_id: str | None) -> bool:
         with self._lock:
