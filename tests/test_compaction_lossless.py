@@ -39,6 +39,7 @@ from core.compaction import CompactionSettings, Compactor, conversation_text
 from core.history import pairing_problems
 from core.markers import persisted_output
 from core.model.anthropic import AnthropicModel
+from core.model.offline import extractive_summary
 
 Message = dict[str, Any]
 
@@ -240,6 +241,13 @@ def test_conversation_text_marks_the_cut_and_names_the_transcript() -> None:
     omission = text[20_000 : len(text) - 60_000]
     assert omission == (f"\n[... {len(whole) - 80_000:,} chars of the conversation omitted here; "
                         "the whole conversation is in .transcripts/transcript_a.jsonl ...]\n")
+
+
+def test_the_offline_summary_of_a_cut_conversation_names_the_transcript() -> None:
+    messages = [user("x" * 50_000), assistant([{"type": "text", "text": "y" * 50_000}]), user("go on")]
+    text = conversation_text(messages, 80_000, ".transcripts/transcript_b.jsonl")
+    summary = extractive_summary(text, None)
+    assert "the whole conversation is in .transcripts/transcript_b.jsonl" in summary
 
 
 def test_conversation_text_cannot_close_a_tag_and_stays_the_same_json() -> None:

@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.markers import OMISSION_RE
 from core.model.base import ModelEvent, ModelResponse, PromptTooLongError, TextChunk
 
 __all__ = ["OfflineModel", "extractive_summary"]
@@ -690,6 +691,8 @@ def extractive_summary(conversation_text: str, focus: str | None) -> str:
     )
     if not complete:
         counts += " The conversation text was cut, so counts cover only the parts that survived."
+        if omission := OMISSION_RE.search(conversation_text):
+            counts += f" ({omission['omitted']} chars omitted; {_one_line(omission['where'], 200)}.)"
         if digest.messages == 0 and digest.tool_calls == 0 and not digest.results:
             excerpt = _one_line(conversation_text, 300)
             if excerpt:
