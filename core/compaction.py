@@ -10,6 +10,10 @@ and no step ever separates a tool_use from its tool_result.
 
 The steps never mutate the list they are given or any message in it: a step copies the messages it
 changes and returns a new list.
+
+Steering: `Compactor.pinned` holds tool_use ids whose results survive every step byte-exact, and
+`Compactor.dry_run` makes the decisions `prepare` would make, with the same figures, writing
+nothing and calling no model.
 """
 
 from __future__ import annotations
@@ -140,6 +144,7 @@ class _SnipPlan:
     archived_before: int  # messages earlier markers in the middle stood for
     archived_now: int  # messages of this history that go to the transcript's middle
     request_readded: bool
+    kept: tuple[int, ...] = ()  # pinned pairs in the middle: they stay, right after the marker
 
     @property
     def count(self) -> int:
@@ -148,7 +153,8 @@ class _SnipPlan:
     def result(self, messages: Sequence[Message], transcript: str, active_request: str | None) -> list[Message]:
         marker = {"role": "user", "content": snip_marker(self.count, transcript)}
         request = [{"role": "user", "content": active_request}] if self.request_readded and active_request else []
-        return [*messages[: self.head_end], marker, *request, *messages[self.tail_start :]]
+        kept = [messages[index] for index in self.kept]
+        return [*messages[: self.head_end], marker, *kept, *request, *messages[self.tail_start :]]
 
 
 class _Editor:
@@ -204,6 +210,10 @@ class Compactor:
         # A request that alone is over the limit: the summary was refused for it once (with the
         # warning); prepare does not ask the model again while it is the current request.
         self._hopeless_request: str | None = None
+        self.pinned: frozenset[str] = frozenset()
+        """tool_use ids whose results every step leaves byte-exact (and in a valid pair)."""
+        self._dry_steps: list[CompactionStep] | None = None  # set while dry_run collects
+        self._dry_saved: set[tuple[str, str]] = set()  # (path, tool_use_id) a dry run would have saved
 
     def estimate_chars(self, messages: Sequence[Message]) -> int:
         """`core.history.estimate_chars`, incremental for the history this compactor keeps seeing."""
@@ -211,9 +221,13 @@ class Compactor:
 
     async def _emit(self, step: StepName, before: int, after: int, affected: int, files: Sequence[str],
                     detail: str = "") -> None:
+        event = CompactionStep(step, before, after, affected, tuple(files), detail)
+        if self._dry_steps is not None:
+            self._dry_steps.append(event)
+            return
         if self.on_event is None:
             return
-        result = self.on_event(CompactionStep(step, before, after, affected, tuple(files), detail))
+        result = self.on_event(event)
         if inspect.isawaitable(result):
             await result
 
@@ -252,6 +266,8 @@ class Compactor:
             if sizes[block_index] <= settings.large_result_char_limit:
                 continue
             block = content[block_index]
+            if self._is_pinned(block):
+                continue
             text = result_text(block.get("content", ""))
             item = _Replacement(index, block_index, block, text, None, text[: settings.persisted_preview_chars])
             item.old_size = _json_len(block.get("content", ""))
@@ -325,9 +341,13 @@ class Compactor:
             tail_start -= 1
         if head_end >= tail_start:
             return None
+        kept = self._pinned_pairs(messages, head_end, tail_start)
         archived_before = archived_now = 0
         new = 0
-        for message in messages[head_end:tail_start]:
+        for index in range(head_end, tail_start):
+            if index in kept:
+                continue
+            message = messages[index]
             earlier = self._own_snip_count(message)
             if earlier is not None:
                 archived_before += earlier
@@ -338,8 +358,8 @@ class Compactor:
         if new == 0:
             return None
         readd = active_request is not None and not _request_visible(
-            [*messages[:head_end], *messages[tail_start:]], active_request)
-        return _SnipPlan(head_end, tail_start, archived_before, archived_now, readd)
+            [*messages[:head_end], *(messages[index] for index in kept), *messages[tail_start:]], active_request)
+        return _SnipPlan(head_end, tail_start, archived_before, archived_now, readd, tuple(sorted(kept)))
 
     # --- step 3 --------------------------------------------------------------------------------
 
@@ -364,6 +384,8 @@ class Compactor:
             if projected <= target_chars:
                 break
             block = messages[index]["content"][block_index]
+            if self._is_pinned(block):
+                continue
             content = block.get("content", "")
             text = result_text(content)
             if len(text) <= settings.micro_min_chars:
@@ -443,7 +465,7 @@ class Compactor:
         preview_chars = self.settings.fit_preview_chars
         block = messages[position[0]]["content"][position[1]]
         marker = parse_marker(content)
-        if marker is not None and marker.kind == "placeholder":
+        if self._is_pinned(block) or (marker is not None and marker.kind == "placeholder"):
             return None
         tool_use_id = str(block.get("tool_use_id") or "unknown")
         path = self._own_persisted_path(content, tool_use_id)
@@ -463,8 +485,9 @@ class Compactor:
 
         Writes the whole history to a transcript, asks the model for a factual summary and
         replaces the history with one `[Compacted]` message that keeps the current user request
-        apart from the summary and names the transcript. Raises CompactionError (history
-        untouched) if the transcript or the summary fails.
+        apart from the summary and names the transcript; pinned tool results follow it, each in
+        a pair with its tool_use. Raises CompactionError (history untouched) if the transcript or
+        the summary fails.
 
         Called directly (the compact tool or command), a result larger than the history is
         refused only when it would also be over `context_char_limit`. Inside `prepare` a result
@@ -481,9 +504,15 @@ class Compactor:
         before = self.estimate_chars(messages)
         if strict and active_request == self._hopeless_request:
             return _unchanged(messages)  # refused for this request already, and said so once
+        carried = self._carried_pins(messages)
+        if self._dry_steps is not None:
+            await self._emit("compact_history", before, before, len(messages), (),
+                             "would run next: the summary needs the model, so the figures after it are unknown")
+            return _unchanged(messages)
         transcript = await self._write_transcript(messages)
         summary = await self._summarize(messages, focus, transcript)
-        result = [{"role": "user", "content": summary_message("Compacted", active_request, summary, transcript)}]
+        result = [{"role": "user", "content": summary_message("Compacted", active_request, summary, transcript)},
+                  *carried]
         after = self.estimate_chars(result)
         too_big = len(active_request) > self.settings.context_char_limit
         if self._refused(before, after, strict) or (strict and too_big):
@@ -504,8 +533,9 @@ class Compactor:
 
         Saves the whole history, summarises everything but the newest `reactive_keep_messages`
         messages (moving the cut so a tool_use/tool_result pair stays together) and puts one
-        `[Reactive compact]` message in front of them. A result that would be larger than the
-        history and over `context_char_limit` is refused (the history is returned as it was).
+        `[Reactive compact]` message (and the pinned pairs of what it summarised) in front of
+        them. A result that would be larger than the history and over `context_char_limit` is
+        refused (the history is returned as it was).
         """
         count = len(messages)
         tail_start = max(0, count - self.settings.reactive_keep_messages)
@@ -520,7 +550,8 @@ class Compactor:
         old_history = messages[:tail_start] if tail_start else messages
         summary = await self._summarize(old_history, None, transcript)
         message = {"role": "user", "content": summary_message("Reactive compact", active_request, summary, transcript)}
-        result = [message, *messages[tail_start:]] if tail_start else [message]
+        carried = self._carried_pins(old_history)
+        result = [message, *carried, *messages[tail_start:]] if tail_start else [message, *carried]
         after = self.estimate_chars(result)
         if self._refused(before, after, strict=False):
             await self._not_applied("reactive_compact", before, after,
@@ -552,6 +583,24 @@ class Compactor:
                 result = await self._step(self._compact_history(result, active_request, None, strict=True), result)
         return list(result) if result is original else result
 
+    async def dry_run(self, messages: Sequence[Message], active_request: str) -> list[CompactionStep]:
+        """The steps `prepare` would take now, with the same figures; writes nothing, calls no model.
+
+        Every decision is prepare's own (the same code runs): files are named as the archive would
+        name them, and nothing is saved. compact_history, which needs the model, is reported as
+        the step that would run next, with its `before` figure. Not for use while a prepare of
+        this compactor is running.
+        """
+        self._dry_steps = []
+        hopeless = self._hopeless_request
+        try:
+            await self.prepare(messages, active_request)
+            return self._dry_steps
+        finally:
+            self._dry_steps = None
+            self._dry_saved = set()
+            self._hopeless_request = hopeless
+
     @staticmethod
     async def _step(step: Awaitable[list[Message]], partial: list[Message] | None) -> list[Message]:
         try:
@@ -574,6 +623,9 @@ class Compactor:
         if request > limit:
             return (f"the current request alone is {request:,} chars, over the {limit:,} limit: "
                     "shorten it or save it as a file the model can read")
+        if self.pinned:
+            return (f"what remains (the current request, {len(self.pinned)} pinned result(s) and the newest "
+                    f"messages) cannot be shortened below {limit:,} chars: unpin results to free room")
         return f"what remains (the current request and the newest messages) cannot be shortened below {limit:,} chars"
 
     async def _apply_plan(
@@ -612,6 +664,11 @@ class Compactor:
         Nothing is replaced before all saves succeeded.
         """
         pending = [item for item in plan if item.path is None]
+        if self._dry_steps is not None:
+            for item in pending:
+                item.path = self.archive.expected_tool_result_path(item.tool_use_id)
+                self._dry_saved.add((item.path, item.tool_use_id))
+            return [item.saved_path for item in pending]
         try:
             paths = await self.archive.save_tool_results([(item.tool_use_id, item.text or "") for item in pending])
         except ArchiveError as error:
@@ -621,10 +678,42 @@ class Compactor:
         return paths
 
     async def _write_transcript(self, messages: Sequence[Message]) -> str:
+        if self._dry_steps is not None:
+            return _TRANSCRIPT_PATH_ESTIMATE
         try:
             return await self.archive.write_transcript(list(messages))
         except ArchiveError as error:
             raise CompactionError(f"compaction stopped, nothing replaced: {error}") from error
+
+    def _is_pinned(self, block: dict[str, Any]) -> bool:
+        return bool(self.pinned) and str(block.get("tool_use_id")) in self.pinned
+
+    def _pinned_result_indices(self, messages: Sequence[Message], start: int, end: int) -> list[int]:
+        """Indices in [start, end) of tool_result messages answering their tool_use with a pinned result."""
+        if not self.pinned:
+            return []
+        return [
+            index for index in range(max(start, 1), end)
+            if is_tool_result(messages[index]) and has_tool_use(messages[index - 1])
+            and any(self._is_pinned(block) for block in messages[index]["content"]
+                    if isinstance(block, dict) and block.get("type") == "tool_result")
+        ]
+
+    def _pinned_pairs(self, messages: Sequence[Message], start: int, end: int) -> set[int]:
+        """The messages (tool_use and tool_result) of every pinned pair inside [start, end)."""
+        return {index for result in self._pinned_result_indices(messages, start + 1, end) for index in (result - 1, result)}
+
+    def _carried_pins(self, messages: Sequence[Message]) -> list[Message]:
+        """Pinned results with their tool_use, as pairs to follow a summary (the blocks byte-exact)."""
+        carried: list[Message] = []
+        for index in self._pinned_result_indices(messages, 1, len(messages)):
+            results = [block for block in messages[index]["content"]
+                       if isinstance(block, dict) and block.get("type") == "tool_result" and self._is_pinned(block)]
+            ids = {str(block.get("tool_use_id")) for block in results}
+            uses = [block for block in messages[index - 1]["content"]
+                    if isinstance(block, dict) and block.get("type") == "tool_use" and str(block.get("id")) in ids]
+            carried += [{"role": "assistant", "content": uses}, {"role": "user", "content": results}]
+        return carried
 
     def _own_persisted_path(self, content: Any, tool_use_id: str) -> str | None:
         """The path of a <persisted-output> block this archive wrote for this tool_use id, else None.
@@ -635,6 +724,8 @@ class Compactor:
         marker = parse_marker(content)
         if marker is None or marker.kind != "persisted":
             return None
+        if (marker.path, tool_use_id) in self._dry_saved:
+            return marker.path
         return marker.path if self.archive.is_own(marker.path, tool_use_id) else None
 
     def _own_snip_count(self, message: Message) -> int | None:

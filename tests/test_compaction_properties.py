@@ -17,12 +17,15 @@ Lossless before lossy (issue 13):
 9. the current request is visible and comes before the tail of work done on it;
 10. every message that ever was in the session is, exactly once and in order, in the current
     history or in the transcript part its marker stands for (nothing archived twice, nothing lost).
+Steering (issue 10): `dry_run` reports the steps prepare then takes, with the same figures, and
+writes nothing; a pinned result stays in the history byte-exact, in a valid pair, whatever runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import datetime
 import json
 import re
@@ -172,6 +175,8 @@ class Checker:
         self.session: list[Message] = []  # every message ever added, in order
         self.requests: set[str] = set()
         self.work_keys: set[str] = set()  # tool messages added since the current request
+        self.pinned: frozenset[str] = frozenset()
+        self.dry = False
 
     # files
 
@@ -256,15 +261,33 @@ class Checker:
             ]
         return json.dumps({**message, "content": content}, sort_keys=True, ensure_ascii=False, default=str)
 
+    def files(self) -> dict[str, bytes]:
+        return {
+            str(path.relative_to(self.workdir)): path.read_bytes()
+            for path in sorted(self.workdir.rglob("*")) if path.is_file()
+        }
+
     async def prepare(self, compactor: Compactor, messages: list[Message], request: str) -> list[Message]:
         snapshot = copy.deepcopy(messages)
+        compactor.pinned = self.pinned
+        if self.dry:
+            files = self.files()
+            preview = await compactor.dry_run(messages, request)
+            assert self.files() == files, "dry_run wrote to the archive"
+            assert messages == snapshot, "dry_run mutated its input"
         result = await compactor.prepare(messages, request)
+        if self.dry:
+            self.check_preview(preview, self.events)
         assert messages == snapshot, "prepare mutated its input"  # (6)
         check_pairs(result)  # (1)
         check_request(result, request)  # (2)
         check_unseen_not_micro_compacted(result)
         self.check_markers(result)  # (3)
         self.load_new_transcripts()
+        if self.pinned:
+            self.check_pins(result)
+            self.events.clear()
+            return result
         kept = Counter(self.key(message) for message in result)
         for index, message in enumerate(messages):  # (4)
             key = self.key(message)
@@ -283,6 +306,42 @@ class Checker:
         self.check_request_before_its_work(result, request)  # (9)
         self.check_expands_to_the_session(result)  # (10)
         return result
+
+    def check_preview(self, preview: list[CompactionStep], events: list[CompactionStep]) -> None:
+        """The dry run's steps are prepare's, figures and files included, up to a summary.
+
+        A transcript's name holds the time and a digest of what it holds, so only its place is
+        compared; tool-result paths are compared exactly.
+        """
+        def named(steps: list[CompactionStep]) -> list[CompactionStep]:
+            return [
+                dataclasses.replace(step, files_written=tuple(
+                    ".transcripts/(a transcript)" if TRANSCRIPT_PATH_RE.match(path) else path
+                    for path in step.files_written
+                ))
+                for step in steps
+            ]
+
+        preview, events = named(preview), named(events)
+        if preview and preview[-1].step == "compact_history":
+            *lossless, summary = preview
+            assert len(events) > len(lossless), (preview, events)
+            assert events[len(lossless)].step == "compact_history"
+            assert events[len(lossless)].chars_before == summary.chars_before
+            assert events[: len(lossless)] == lossless
+        else:
+            assert events == preview
+
+    def check_pins(self, messages: list[Message]) -> None:
+        """Every pinned result of the session is in the history, byte-exact, right after its tool_use."""
+        found: dict[str, int] = {}
+        for index, message in enumerate(messages):
+            for block in blocks_of(message):
+                if block.get("type") == "tool_result" and block.get("tool_use_id") in self.pinned:
+                    assert block["content"] == self.originals[block["tool_use_id"]], f"pinned {block['tool_use_id']} changed"
+                    found[block["tool_use_id"]] = index
+        present = {tool_id for tool_id in self.pinned if tool_id in self.originals}
+        assert set(found) == present, f"pinned results gone: {present - set(found)}"
 
     def check_nothing_left_for_fit(self, history: list[Message]) -> None:
         """No tool result in the input of compact_history could still be shortened by fit."""
@@ -356,10 +415,15 @@ class Checker:
         assert position == len(originals), f"message {position} of the session is lost"
 
 
-async def run_session(session: list[Turn], first_request: str, compaction: CompactionSettings) -> None:
+async def run_session(
+    session: list[Turn], first_request: str, compaction: CompactionSettings, *, pin_every: int = 0, dry: bool = False
+) -> None:
+    """Run the session; with `pin_every` every n-th tool result is pinned; with `dry` each prepare is
+    preceded by a dry run that must predict it."""
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         checker = Checker(workdir, compaction)
+        checker.dry = dry
         compactor = Compactor(Archive(workdir), summarize=fake_summarize, settings=compaction,
                               on_event=checker.events.append)
         request = first_request
@@ -374,6 +438,8 @@ async def run_session(session: list[Turn], first_request: str, compaction: Compa
             for size, seed in turn.results:
                 counter += 1
                 tool_use_id = f"toolu_{counter:04d}"
+                if pin_every and counter % pin_every == 0:
+                    checker.pinned = checker.pinned | {tool_use_id}
                 text = sized_text(seed, size)
                 checker.originals[tool_use_id] = text
                 uses.append(
@@ -435,6 +501,34 @@ def test_sessions_with_small_limits(session: list[Turn], first_request: str, lim
         context_char_limit=limit, keep_recent_results=keep, snip_trigger_messages=16, snip_target_messages=10
     )
     asyncio.run(run_session(session, first_request, compaction))
+
+
+@HYPOTHESIS_SETTINGS
+@given(
+    session=st.lists(turns(st.sampled_from(SIZES)), min_size=1, max_size=8),
+    first_request=requests,
+    small=st.booleans(),
+)
+def test_dry_run_predicts_every_prepare(session: list[Turn], first_request: str, small: bool) -> None:
+    compaction = (
+        CompactionSettings(context_char_limit=12_000, snip_trigger_messages=12, snip_target_messages=8)
+        if small else CompactionSettings()
+    )
+    asyncio.run(run_session(session, first_request, compaction, dry=True))
+
+
+@HYPOTHESIS_SETTINGS
+@given(
+    session=st.lists(turns(st.sampled_from((0, 121, 2_000, 12_000, 30_001, 60_000))), min_size=2, max_size=10),
+    first_request=requests,
+    pin_every=st.sampled_from([1, 2, 3, 5]),
+    limit=st.sampled_from([12_000, 50_000]),
+)
+def test_pinned_results_survive_every_step(
+    session: list[Turn], first_request: str, pin_every: int, limit: int
+) -> None:
+    compaction = CompactionSettings(context_char_limit=limit, snip_trigger_messages=12, snip_target_messages=8)
+    asyncio.run(run_session(session, first_request, compaction, pin_every=pin_every, dry=True))
 
 
 # --- estimate_chars ---------------------------------------------------------------------------------------
