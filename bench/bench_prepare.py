@@ -1,9 +1,11 @@
 """How much faster `Compactor.prepare` is than the seed's pipeline, on the same histories.
 
 (a) `core.compaction.Compactor.prepare`: incremental sizes, copy-on-write edits, async archive.
-(b) `SeedPipeline.prepare` below: a direct port of the seed 003 code, which measures the history
-    with `len(json.dumps(messages, default=str, ensure_ascii=False))` at every check, including
-    inside the micro_compact and fit_tool_results loops, and writes files synchronously.
+(b) `SeedPipeline.prepare` below: a direct port of the seed 003 code (its fit_tool_results as in the
+    upstream reference, shareAI-lab/learn-claude-code s08: every result, largest first), which
+    measures the history with `len(json.dumps(messages, default=str, ensure_ascii=False))` at every
+    check, including inside the micro_compact and fit_tool_results loops, and writes files
+    synchronously.
 
 Cases:
   A  2,000 messages (~3 MB), limits raised so that nothing fires: 20 turns, each appending a tool
@@ -188,18 +190,27 @@ class SeedPipeline:
         return messages
 
     def fit_tool_results(self, messages: list[Message], target_chars: int) -> list[Message]:
-        unseen = self.unseen_tool_result_positions(messages)
-        blocks = [messages[i]["content"][b] for i, b in sorted(unseen)]
+        """The reference's fit: every tool result, unseen or read, largest first."""
+        blocks = [block for _, _, block in self.tool_results(messages)]
         for block in sorted(blocks, key=lambda item: len(str(item.get("content", ""))), reverse=True):
             if self.estimate_chars(messages) <= target_chars:
                 break
-            content = str(block.get("content", ""))
-            if len(content) <= self.FIT_PREVIEW_CHARS:
-                continue
-            block["content"] = self.persist_large_output(
-                block["tool_use_id"], content, self.FIT_PREVIEW_CHARS
-            )
+            output = str(block.get("content", ""))
+            replacement = self.persisted_preview(block["tool_use_id"], output, self.FIT_PREVIEW_CHARS)
+            if len(replacement) < len(output):
+                block["content"] = replacement
         return messages
+
+    def persisted_preview(self, tool_use_id: str, output: str, preview_chars: int) -> str:
+        """A <persisted-output> block; an output that already names its file keeps it (preview from the file)."""
+        saved = self.persisted_output_path(output)
+        if saved is None:
+            return self.persist_large_output(tool_use_id, output, preview_chars)
+        start = time.perf_counter()
+        with (self.workdir / saved).open(encoding="utf-8") as handle:
+            preview = handle.read(preview_chars)
+        self.io_seconds += time.perf_counter() - start
+        return f"<persisted-output>\nFull output: {saved}\nPreview:\n{preview}\n</persisted-output>"
 
     def compact_history(self, messages: list[Message], active_request: str) -> list[Message]:
         transcript = self.write_transcript(messages)

@@ -5,6 +5,11 @@ Tool results go to `.task_outputs/tool-results/<safe id>.txt`, whole histories t
 then link/rename) and a file is never replaced by different content. Paths handed out are
 workdir-relative POSIX paths; a path read back from a marker is trusted only if it resolves to an
 existing regular file inside one of the two archive directories.
+
+Each archive directory also holds `.manifest` (JSON lines): one line per file this Archive wrote (its name,
+its SHA-256 and, for a tool result, the tool_use id it was saved for). A marker is taken as the
+compactor's own only when the manifest names its file, for that id, and the file still has that
+digest (`is_own`); a resumed session reads the manifest back, so it still trusts its own markers.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import itertools
 import json
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -29,6 +35,8 @@ from core.text import error_line
 
 TRANSCRIPTS_DIR = ".transcripts"
 TOOL_RESULTS_DIR = ".task_outputs/tool-results"
+
+MANIFEST_NAME = ".manifest"  # no .jsonl or .txt suffix: globs for archive files must not match it
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_ID_CHARS = 80
@@ -69,6 +77,7 @@ class Archive:
         self.tool_results_dir = self.workdir / TOOL_RESULTS_DIR
         self._counter = itertools.count(1)
         self._ready_dirs: set[Path] = set()
+        self._manifest = _Manifest()
 
     # --- writing -------------------------------------------------------------------------------
 
@@ -88,6 +97,7 @@ class Archive:
             target = self.tool_results_dir / f"{base}-{_digest(text)}.txt"
             if not await self._store_new(target, data):
                 raise ArchiveError(f"cannot archive tool result {tool_use_id!r}: name collision at {target}")
+        await self._record(target, data, tool_use_id)
         return self.relative(target)
 
     async def save_tool_results(self, items: list[tuple[str, str]]) -> list[str]:
@@ -107,16 +117,22 @@ class Archive:
             raise ArchiveError(f"cannot write archive files in {TOOL_RESULTS_DIR}: {error_line(error)}") from error
 
     def _save_batch_sync(self, items: list[tuple[str, str]]) -> list[str]:
+        """Store each item, then record the batch in the manifest with one append (an OSError ends it)."""
         paths = []
+        stored: list[tuple[Path, str, str | None]] = []
         for tool_use_id, text in items:
             base = safe_name(tool_use_id or "unknown")
             data = text.encode("utf-8", "surrogatepass")
-            for target in (self.tool_results_dir / f"{base}.txt", self.tool_results_dir / f"{base}-{_digest(text)}.txt"):
+            digest = hashlib.sha256(data).hexdigest()  # the collision name and the manifest share it
+            for target in (self.tool_results_dir / f"{base}.txt", self.tool_results_dir / f"{base}-{digest[:10]}.txt"):
                 if self._store_new_sync(target, data):
+                    stored.append((target, digest, tool_use_id))
                     paths.append(self.relative(target))
                     break
             else:
+                self._manifest.record(stored)
                 raise ArchiveError(f"cannot archive tool result {tool_use_id!r}: name collision at {target}")
+        self._manifest.record(stored)
         return paths
 
     def _store_new_sync(self, target: Path, data: bytes) -> bool:
@@ -151,8 +167,17 @@ class Archive:
             name = f"transcript_{stamp}-{os.getpid()}-{next(self._counter):04d}-{_digest(payload, 8)}.jsonl"
             target = self.transcripts_dir / name
             if await self._store_new(target, data):
+                await self._record(target, data, None)
                 return self.relative(target)
         raise ArchiveError("cannot archive transcript: no free file name")
+
+    async def _record(self, target: Path, data: bytes, tool_use_id: str | None) -> None:
+        """Add a file just stored to its directory's manifest (what makes its markers trusted)."""
+        try:
+            await asyncio.to_thread(self._manifest.record, [(target, hashlib.sha256(data).hexdigest(), tool_use_id)])
+        except OSError as error:
+            raise ArchiveError(f"cannot write the archive manifest in {self.relative(target.parent)}: "
+                               f"{error_line(error)}") from error
 
     async def _store_new(self, target: Path, data: bytes) -> bool:
         """Write `data` to `target` atomically unless it exists.
@@ -225,7 +250,7 @@ class Archive:
         if not isinstance(path, str) or not path or "\x00" in path or "\\" in path:
             return None
         pure = PurePosixPath(path)
-        if pure.is_absolute() or ".." in pure.parts:
+        if pure.is_absolute() or ".." in pure.parts or pure.name == MANIFEST_NAME:
             return None
         candidate = self.workdir / pure
         try:
@@ -245,6 +270,18 @@ class Archive:
                     return None
                 return ArchivedFile(path=path, absolute=real, size=size, kind=kind)
         return None
+
+    def is_own(self, path: str, tool_use_id: str | None = None) -> bool:
+        """This archive wrote `path` (for `tool_use_id`, when given) and the file is unchanged since.
+
+        A path alone proves nothing: tool output can name any archive file. Only a file recorded in
+        the manifest, with the same digest now, and (for a tool result) recorded for the same
+        tool_use id, is the compactor's own; any other marker is plain text.
+        """
+        found = self.resolve(path)
+        if found is None:
+            return False
+        return self._manifest.vouches(found.absolute, tool_use_id)
 
     @staticmethod
     def _root_is_plain(root: Path) -> bool:
@@ -295,6 +332,99 @@ class Archive:
                     found.append((entry.stat().st_mtime, archived))
         found.sort(key=lambda pair: (-pair[0], pair[1].path))
         return [archived for _, archived in found]
+
+
+class _Manifest:
+    """The `.manifest` of each archive directory: what was written there, by digest.
+
+    Read lazily and again whenever the file grew (another Archive on the same workdir, or a
+    resumed session); appended to after each file is stored. A verified file's digest is cached
+    by (size, mtime, inode), so a marker seen again is not hashed again.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[Path, dict[str, dict[str, set[str | None]]]] = {}  # dir -> name -> sha -> ids
+        self._loaded_size: dict[Path, int] = {}
+        self._verified: dict[Path, tuple[tuple[int, int, int], str]] = {}
+
+    def record(self, stored: list[tuple[Path, str, str | None]]) -> None:
+        """Append one line per (file, its SHA-256, tool_use id) to the manifest of the file's folder."""
+        by_folder: dict[Path, list[tuple[str, str, str | None]]] = {}
+        for target, digest, tool_use_id in stored:
+            by_folder.setdefault(target.parent, []).append((target.name, digest, tool_use_id))
+        with self._lock:
+            for folder, entries in by_folder.items():
+                self._load(folder)
+                lines = "".join(
+                    json.dumps({"name": name, "sha256": digest, "tool_use_id": tool_use_id}, ensure_ascii=True) + "\n"
+                    for name, digest, tool_use_id in entries
+                )
+                manifest = folder / MANIFEST_NAME
+                handle = os.open(manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    os.write(handle, lines.encode("ascii"))
+                finally:
+                    os.close(handle)
+                for name, digest, tool_use_id in entries:
+                    self._add(folder, name, digest, tool_use_id)
+                with contextlib.suppress(OSError):
+                    self._loaded_size[folder] = os.stat(manifest).st_size
+
+    def vouches(self, absolute: Path, tool_use_id: str | None) -> bool:
+        with self._lock:
+            self._load(absolute.parent)
+            by_digest = self._entries.get(absolute.parent, {}).get(absolute.name)
+            if not by_digest:
+                return False
+            digest = self._digest_of(absolute)
+            ids = by_digest.get(digest or "")
+            if ids is None:
+                return False
+            return tool_use_id is None or tool_use_id in ids
+
+    def _digest_of(self, absolute: Path) -> str | None:
+        try:
+            info = absolute.stat()
+            key = (info.st_size, info.st_mtime_ns, info.st_ino)
+            cached = self._verified.get(absolute)
+            if cached is not None and cached[0] == key:
+                return cached[1]
+            with open(absolute, "rb") as handle:
+                digest = hashlib.file_digest(handle, "sha256").hexdigest()
+        except OSError:
+            return None
+        self._verified[absolute] = (key, digest)
+        return digest
+
+    def _load(self, folder: Path) -> None:
+        """(Re)read the folder's manifest if it changed size since it was last read."""
+        manifest = folder / MANIFEST_NAME
+        try:
+            size = os.stat(manifest).st_size
+        except OSError:
+            return
+        if self._loaded_size.get(folder) == size:
+            return
+        try:
+            with open(manifest, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            return
+        for raw in data.split(b"\n"):
+            try:
+                entry = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(entry, dict):
+                continue
+            name, digest, tool_use_id = entry.get("name"), entry.get("sha256"), entry.get("tool_use_id")
+            if isinstance(name, str) and isinstance(digest, str) and (tool_use_id is None or isinstance(tool_use_id, str)):
+                self._add(folder, name, digest, tool_use_id)
+        self._loaded_size[folder] = size
+
+    def _add(self, folder: Path, name: str, digest: str, tool_use_id: str | None) -> None:
+        self._entries.setdefault(folder, {}).setdefault(name, {}).setdefault(digest, set()).add(tool_use_id)
 
 
 def _jsonl(messages: list[Any]) -> str:

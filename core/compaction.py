@@ -10,17 +10,22 @@ and no step ever separates a tool_use from its tool_result.
 
 The steps never mutate the list they are given or any message in it: a step copies the messages it
 changes and returns a new list.
+
+Steering: `Compactor.pinned` holds tool_use ids whose results survive every step byte-exact, and
+`Compactor.dry_run` makes the decisions `prepare` would make, with the same figures, writing
+nothing and calling no model.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.archive import Archive, ArchiveError
+from core.archive import TRANSCRIPTS_DIR, Archive, ArchiveError
 from core.events import CompactionStep, StepName
 from core.history import (
     HistorySizer,
@@ -32,6 +37,7 @@ from core.history import (
     unseen_tool_result_positions,
 )
 from core.markers import (
+    omission_marker,
     parse_marker,
     persisted_output,
     placeholder,
@@ -125,6 +131,33 @@ class _Replacement:
         return self.path
 
 
+# As long as the names Archive.write_transcript gives (UTC stamp, pid, 4-digit counter, digest):
+# used to weigh a marker before its transcript exists.
+_TRANSCRIPT_PATH_ESTIMATE = f"{TRANSCRIPTS_DIR}/transcript_00000000-000000-{os.getpid()}-0000-00000000.jsonl"
+
+
+@dataclass(frozen=True)
+class _SnipPlan:
+    """Where a snip cuts and what its marker counts (earlier snips' messages included)."""
+
+    head_end: int
+    tail_start: int
+    archived_before: int  # messages earlier markers in the middle stood for
+    archived_now: int  # messages of this history that go to the transcript's middle
+    request_readded: bool
+    kept: tuple[int, ...] = ()  # pinned pairs in the middle: they stay, right after the marker
+
+    @property
+    def count(self) -> int:
+        return self.archived_before + self.archived_now
+
+    def result(self, messages: Sequence[Message], transcript: str, active_request: str | None) -> list[Message]:
+        marker = {"role": "user", "content": snip_marker(self.count, transcript)}
+        request = [{"role": "user", "content": active_request}] if self.request_readded and active_request else []
+        kept = [messages[index] for index in self.kept]
+        return [*messages[: self.head_end], marker, *kept, *request, *messages[self.tail_start :]]
+
+
 class _Editor:
     """Copy-on-write edits of a history: a message is copied the first time one of its blocks changes."""
 
@@ -156,7 +189,12 @@ class _Editor:
 
 
 class Compactor:
-    """Runs the pipeline before each model call; every reduction is archived first."""
+    """Runs the pipeline before each model call; every reduction is archived first.
+
+    Two rules hold for every step: nothing is replaced before its file is saved, and a step whose
+    result would be larger than its input is not applied (its event says so, with chars_after equal
+    to chars_before, and the next step is tried).
+    """
 
     def __init__(
         self,
@@ -170,6 +208,13 @@ class Compactor:
         self.settings = settings or CompactionSettings()
         self.on_event = on_event
         self._sizer = HistorySizer()
+        # A request that alone is over the limit: the summary was refused for it once (with the
+        # warning); prepare does not ask the model again while it is the current request.
+        self._hopeless_request: str | None = None
+        self.pinned: frozenset[str] = frozenset()
+        """tool_use ids whose results every step leaves byte-exact (and in a valid pair)."""
+        self._dry_steps: list[CompactionStep] | None = None  # set while dry_run collects
+        self._dry_saved: set[tuple[str, str]] = set()  # (path, tool_use_id) a dry run would have saved
 
     def estimate_chars(self, messages: Sequence[Message]) -> int:
         """`core.history.estimate_chars`, incremental for the history this compactor keeps seeing."""
@@ -177,11 +222,19 @@ class Compactor:
 
     async def _emit(self, step: StepName, before: int, after: int, affected: int, files: Sequence[str],
                     detail: str = "") -> None:
+        event = CompactionStep(step, before, after, affected, tuple(files), detail)
+        if self._dry_steps is not None:
+            self._dry_steps.append(event)
+            return
         if self.on_event is None:
             return
-        result = self.on_event(CompactionStep(step, before, after, affected, tuple(files), detail))
+        result = self.on_event(event)
         if inspect.isawaitable(result):
             await result
+
+    async def _not_applied(self, step: StepName, before: int, would_be: int, why: str) -> None:
+        """Say that a step was refused because its result would not be smaller than its input."""
+        await self._emit(step, before, before, 0, (), f"not applied: {why} ({before:,} -> {would_be:,} chars)")
 
     # --- step 1 --------------------------------------------------------------------------------
 
@@ -190,8 +243,9 @@ class Compactor:
 
         Only the last message is looked at. When its tool_results add up to more than
         `tool_result_batch_char_limit`, the largest results over `large_result_char_limit` are
-        saved whole and replaced by a <persisted-output> block with the path and a preview of
-        `persisted_preview_chars`, largest first, until the batch fits.
+        planned, largest first, until the batch fits; then all of them are saved whole and only
+        then replaced by a <persisted-output> block with the path and a preview of
+        `persisted_preview_chars`. A result whose block would not be shorter stays as it is.
         """
         settings = self.settings
         if not messages or not is_tool_result(messages[-1]):
@@ -206,40 +260,75 @@ class Compactor:
         total = sum(sizes.values())
         if total <= settings.tool_result_batch_char_limit:
             return _unchanged(messages)
-        before = self.estimate_chars(messages)
-        editor = _Editor(messages, before)
+        plan: list[_Replacement] = []
         for block_index in sorted(sizes, key=lambda position: sizes[position], reverse=True):
             if total <= settings.tool_result_batch_char_limit:
                 break
             if sizes[block_index] <= settings.large_result_char_limit:
                 continue
-            block = editor.block(index, block_index)
+            block = content[block_index]
+            if self._is_pinned(block):
+                continue
             text = result_text(block.get("content", ""))
-            path = await self._save_result(block, text)
-            replacement = persisted_output(path, text[: settings.persisted_preview_chars])
-            editor.set_block_content(index, block_index, replacement)
-            editor.files.append(path)
+            item = _Replacement(index, block_index, block, text, None, text[: settings.persisted_preview_chars])
+            item.old_size = _json_len(block.get("content", ""))
+            replacement = persisted_output(self.archive.expected_tool_result_path(item.tool_use_id), item.preview)
+            if _json_len(replacement) >= item.old_size:
+                continue
+            plan.append(item)
             total += len(replacement) - sizes[block_index]
-        if not editor.changed:
-            return _unchanged(messages)
-        await self._emit("tool_result_budget", before, editor.chars, len(editor.changed), editor.files,
-                         f"{len(editor.files)} large result(s) persisted")
-        return editor.messages
+        return await self._apply_plan(
+            messages, plan, lambda item: persisted_output(item.saved_path, item.preview),
+            "tool_result_budget", lambda done: f"{len(done)} large result(s) persisted",
+        )
 
     # --- step 2 --------------------------------------------------------------------------------
 
-    async def snip_compact(self, messages: Sequence[Message]) -> list[Message]:
+    async def snip_compact(self, messages: Sequence[Message], active_request: str | None = None) -> list[Message]:
         """Step 2, every call: once there are `snip_trigger_messages` messages, cut the middle.
 
         The whole list goes to a transcript first; what stays is the first `snip_keep_head`
         messages, one `[N messages archived at PATH]` marker and the newest messages, down to
         `snip_target_messages` in all. Cut points move so that no tool_use/tool_result pair is
         split, so slightly more may stay.
+
+        Repeated snips are stable: an earlier snip marker of this archive in the middle counts
+        for the messages it stands for, so N counts every message archived so far, and the new
+        transcript (the whole list) holds the earlier marker, which names the earlier transcript.
+        When the middle holds nothing new (only the earlier marker and copies of the request),
+        nothing is snipped. If `active_request` is given and the cut archived every copy of it,
+        it is put back right after the marker, before the kept tail: the model reads the
+        request, then the work done on it.
         """
+        plan = self._plan_snip(messages, active_request)
+        if plan is None:
+            return _unchanged(messages)
+        before = self.estimate_chars(messages)
+        projected = self.estimate_chars(plan.result(messages, _TRANSCRIPT_PATH_ESTIMATE, active_request))
+        if projected > before:
+            await self._not_applied("snip_compact", before, projected,
+                                    f"the marker would be larger than the {plan.archived_now} messages it replaces")
+            return _unchanged(messages)
+        transcript = await self._write_transcript(messages)
+        result = plan.result(messages, transcript, active_request)
+        after = self.estimate_chars(result)
+        if after > before:
+            await self._not_applied("snip_compact", before, after,
+                                    f"the marker would be larger than the {plan.archived_now} messages it replaces")
+            return _unchanged(messages)
+        detail = f"{plan.archived_now} messages archived"
+        if plan.archived_before:
+            detail += f" ({plan.count} in all with the {plan.archived_before} archived earlier)"
+        if plan.request_readded:
+            detail += "; the current request was put back after the marker"
+        await self._emit("snip_compact", before, after, plan.archived_now, [transcript], detail)
+        return result
+
+    def _plan_snip(self, messages: Sequence[Message], active_request: str | None) -> _SnipPlan | None:
         settings = self.settings
         count = len(messages)
         if count < settings.snip_trigger_messages:
-            return _unchanged(messages)
+            return None
         head_end = settings.snip_keep_head
         tail_start = count - (settings.snip_target_messages - head_end - 1)
         if has_tool_use(messages[head_end - 1]):
@@ -252,15 +341,26 @@ class Compactor:
         ):
             tail_start -= 1
         if head_end >= tail_start:
-            return _unchanged(messages)
-        before = self.estimate_chars(messages)
-        transcript = await self._write_transcript(messages)
-        archived = tail_start - head_end
-        marker = {"role": "user", "content": snip_marker(archived, transcript)}
-        result = [*messages[:head_end], marker, *messages[tail_start:]]
-        await self._emit("snip_compact", before, self.estimate_chars(result), archived, [transcript],
-                         f"{archived} messages archived")
-        return result
+            return None
+        kept = self._pinned_pairs(messages, head_end, tail_start)
+        archived_before = archived_now = 0
+        new = 0
+        for index in range(head_end, tail_start):
+            if index in kept:
+                continue
+            message = messages[index]
+            earlier = self._own_snip_count(message)
+            if earlier is not None:
+                archived_before += earlier
+                continue
+            archived_now += 1
+            if not _is_request_copy(message, active_request):
+                new += 1
+        if new == 0:
+            return None
+        readd = active_request is not None and not _request_visible(
+            [*messages[:head_end], *(messages[index] for index in kept), *messages[tail_start:]], active_request)
+        return _SnipPlan(head_end, tail_start, archived_before, archived_now, readd, tuple(sorted(kept)))
 
     # --- step 3 --------------------------------------------------------------------------------
 
@@ -270,8 +370,8 @@ class Compactor:
         The newest `keep_recent_results` read results, results of `micro_min_chars` or fewer and
         unseen results (after the last assistant message) are never touched. Older ones, oldest
         first, are saved and replaced by `[Earlier tool result saved at PATH]` until the history
-        is at most `target_chars`. A result that already is a <persisted-output> block keeps the
-        file it points to.
+        is at most `target_chars`. A result that already is this archive's own <persisted-output>
+        block keeps the file it points to; a placeholder that would not be shorter is not used.
         """
         settings = self.settings
         before = self.estimate_chars(messages)
@@ -285,6 +385,8 @@ class Compactor:
             if projected <= target_chars:
                 break
             block = messages[index]["content"][block_index]
+            if self._is_pinned(block):
+                continue
             content = block.get("content", "")
             text = result_text(content)
             if len(text) <= settings.micro_min_chars:
@@ -292,47 +394,53 @@ class Compactor:
             marker = parse_marker(content)
             if marker is not None and marker.kind == "placeholder":
                 continue
-            item = _Replacement(index, block_index, block, text, self._trusted_persisted_path(content))
+            item = _Replacement(index, block_index, block, text, None)
+            item.path = self._own_persisted_path(content, item.tool_use_id)
             item.old_size = _json_len(content)
             expected = item.path or self.archive.expected_tool_result_path(item.tool_use_id)
-            projected += _json_len(placeholder(expected)) - item.old_size
+            change = _json_len(placeholder(expected)) - item.old_size
+            if change >= 0:
+                continue
+            projected += change
             plan.append(item)
         return await self._apply_plan(
-            messages, before, plan, lambda item: placeholder(item.saved_path),
-            "micro_compact", f"{len(plan)} older read result(s) replaced by placeholders",
+            messages, plan, lambda item: placeholder(item.saved_path),
+            "micro_compact", lambda done: f"{len(done)} older read result(s) replaced by placeholders",
         )
 
     async def fit_tool_results(self, messages: Sequence[Message], target_chars: int) -> list[Message]:
-        """Step 3b, only if still over the limit: fit the unseen results.
+        """Step 3b, only if still over the limit: the last lossless step before the summary.
 
-        When the newest, not yet read results alone overflow the context, the largest of them are
-        saved and replaced by a <persisted-output> block with a `fit_preview_chars` preview,
-        largest first, until the history is at most `target_chars`. This keeps the model from
-        summarising the history before it has even seen the new results.
+        The largest results are saved and replaced by a <persisted-output> block with a
+        `fit_preview_chars` preview until the history is at most `target_chars`: first the
+        unseen results (so the model is not summarised away before it has even seen them), then
+        the read results micro_compact keeps (the newest `keep_recent_results`) and any other read
+        result still whole, largest first. Only when none of them can be shortened further does
+        compact_history run. The event names the kept-recent results it shortened.
         """
         settings = self.settings
         before = self.estimate_chars(messages)
-        unseen = sorted(unseen_tool_result_positions(messages))
-        contents = {position: messages[position[0]]["content"][position[1]].get("content", "") for position in unseen}
+        unseen = unseen_tool_result_positions(messages)
+        consumed = [position for position in tool_result_positions(messages) if position not in unseen]
+        keep = settings.keep_recent_results
+        kept_recent = set(consumed[-keep:]) if keep > 0 else set()
+        contents = {
+            position: messages[position[0]]["content"][position[1]].get("content", "")
+            for position in [*unseen, *consumed]
+        }
         sizes = {position: _json_len(content) for position, content in contents.items()}
+        order = [
+            *sorted(unseen, key=lambda item: (-sizes[item], item)),
+            *sorted(consumed, key=lambda item: (-sizes[item], item)),
+        ]
         plan: list[_Replacement] = []
         projected = before
-        for position in sorted(unseen, key=lambda item: sizes[item], reverse=True):
+        for position in order:
             if projected <= target_chars:
                 break
-            block = messages[position[0]]["content"][position[1]]
-            content = contents[position]
-            marker = parse_marker(content)
-            path = self._trusted_persisted_path(content)
-            if path is not None and marker is not None and marker.preview is not None:
-                item = _Replacement(*position, block, None, path, marker.preview[: settings.fit_preview_chars])
-            elif marker is not None and marker.kind == "placeholder":
+            item = self._plan_fit(messages, position, contents[position])
+            if item is None:
                 continue
-            else:
-                text = result_text(content)
-                if len(text) <= settings.fit_preview_chars:
-                    continue
-                item = _Replacement(*position, block, text, None, text[: settings.fit_preview_chars])
             expected = item.path or self.archive.expected_tool_result_path(item.tool_use_id)
             replacement_size = _json_len(persisted_output(expected, item.preview))
             if replacement_size >= sizes[position]:
@@ -340,10 +448,34 @@ class Compactor:
             projected += replacement_size - sizes[position]
             item.old_size = sizes[position]
             plan.append(item)
+
+        def detail(done: list[_Replacement]) -> str:
+            recent = [item.tool_use_id for item in done if (item.index, item.block_index) in kept_recent]
+            fresh = sum((item.index, item.block_index) in unseen for item in done)
+            text = f"{fresh} unseen and {len(done) - fresh} read result(s) persisted with short previews"
+            if recent:
+                text += f"; kept-recent read results shortened: {', '.join(recent)}"
+            return text
+
         return await self._apply_plan(
-            messages, before, plan, lambda item: persisted_output(item.saved_path, item.preview),
-            "fit_tool_results", f"{len(plan)} unseen result(s) persisted with short previews",
+            messages, plan, lambda item: persisted_output(item.saved_path, item.preview), "fit_tool_results", detail,
         )
+
+    def _plan_fit(self, messages: Sequence[Message], position: tuple[int, int], content: Any) -> _Replacement | None:
+        """The planned replacement of one result by fit, or None when fit cannot shorten it."""
+        preview_chars = self.settings.fit_preview_chars
+        block = messages[position[0]]["content"][position[1]]
+        marker = parse_marker(content)
+        if self._is_pinned(block) or (marker is not None and marker.kind == "placeholder"):
+            return None
+        tool_use_id = str(block.get("tool_use_id") or "unknown")
+        path = self._own_persisted_path(content, tool_use_id)
+        if path is not None and marker is not None and marker.preview is not None:
+            return _Replacement(*position, block, None, path, marker.preview[:preview_chars])
+        text = result_text(content)
+        if len(text) <= preview_chars:
+            return None
+        return _Replacement(*position, block, text, None, text[:preview_chars])
 
     # --- step 4 --------------------------------------------------------------------------------
 
@@ -354,15 +486,47 @@ class Compactor:
 
         Writes the whole history to a transcript, asks the model for a factual summary and
         replaces the history with one `[Compacted]` message that keeps the current user request
-        apart from the summary and names the transcript. Raises CompactionError (history
-        untouched) if the transcript or the summary fails.
+        apart from the summary and names the transcript; pinned tool results follow it, each in
+        a pair with its tool_use. Raises CompactionError (history untouched) if the transcript or
+        the summary fails.
+
+        Called directly (the compact tool or command), a result larger than the history is
+        refused only when it would also be over `context_char_limit`. Inside `prepare` a result
+        not smaller than the history is refused, and so is one that stays over the limit because
+        the current request alone is: then the event warns once what holds the history, and the
+        model is not asked again while that request is current. A refused summary leaves its
+        transcript behind (a copy of the history, harmless).
         """
+        return await self._compact_history(messages, active_request, focus, strict=False)
+
+    async def _compact_history(
+        self, messages: Sequence[Message], active_request: str, focus: str | None, *, strict: bool
+    ) -> list[Message]:
         before = self.estimate_chars(messages)
+        if strict and active_request == self._hopeless_request:
+            return _unchanged(messages)  # refused for this request already, and said so once
+        carried = self._carried_pins(messages)
+        if self._dry_steps is not None:
+            await self._emit("compact_history", before, before, len(messages), (),
+                             "would run next: the summary needs the model, so the figures after it are unknown")
+            return _unchanged(messages)
         transcript = await self._write_transcript(messages)
-        summary = await self._summarize(messages, focus)
-        result = [{"role": "user", "content": summary_message("Compacted", active_request, summary, transcript)}]
-        await self._emit("compact_history", before, self.estimate_chars(result), len(messages), [transcript],
-                         f"focus: {focus}" if focus else "")
+        summary = await self._summarize(messages, focus, transcript)
+        result = [{"role": "user", "content": summary_message("Compacted", active_request, summary, transcript)},
+                  *carried]
+        after = self.estimate_chars(result)
+        too_big = len(active_request) > self.settings.context_char_limit
+        if self._refused(before, after, strict) or (strict and too_big):
+            why = "larger than" if after >= before else "still over the limit, for all it would lose of"
+            await self._not_applied("compact_history", before, after,
+                                    f"the summary message would be {why} the history; {self._holding(active_request)}")
+            if strict and too_big:
+                self._hopeless_request = active_request
+            return _unchanged(messages)
+        details = [f"focus: {focus}"] if focus else []
+        if after > self.settings.context_char_limit:
+            details.append(self._holding(active_request))
+        await self._emit("compact_history", before, after, len(messages), [transcript], "; ".join(details))
         return result
 
     async def reactive_compact(self, messages: Sequence[Message], active_request: str) -> list[Message]:
@@ -370,7 +534,9 @@ class Compactor:
 
         Saves the whole history, summarises everything but the newest `reactive_keep_messages`
         messages (moving the cut so a tool_use/tool_result pair stays together) and puts one
-        `[Reactive compact]` message in front of them.
+        `[Reactive compact]` message (and the pinned pairs of what it summarised) in front of
+        them. A result that would be larger than the history and over `context_char_limit` is
+        refused (the history is returned as it was).
         """
         count = len(messages)
         tail_start = max(0, count - self.settings.reactive_keep_messages)
@@ -383,10 +549,16 @@ class Compactor:
         before = self.estimate_chars(messages)
         transcript = await self._write_transcript(messages)
         old_history = messages[:tail_start] if tail_start else messages
-        summary = await self._summarize(old_history, None)
+        summary = await self._summarize(old_history, None, transcript)
         message = {"role": "user", "content": summary_message("Reactive compact", active_request, summary, transcript)}
-        result = [message, *messages[tail_start:]] if tail_start else [message]
-        await self._emit("reactive_compact", before, self.estimate_chars(result), len(old_history), [transcript])
+        carried = self._carried_pins(old_history)
+        result = [message, *carried, *messages[tail_start:]] if tail_start else [message, *carried]
+        after = self.estimate_chars(result)
+        if self._refused(before, after, strict=False):
+            await self._not_applied("reactive_compact", before, after,
+                                    f"the summary would not make the history smaller; {self._holding(active_request)}")
+            return _unchanged(messages)
+        await self._emit("reactive_compact", before, after, len(old_history), [transcript])
         return result
 
     # --- the pipeline --------------------------------------------------------------------------
@@ -394,24 +566,41 @@ class Compactor:
     async def prepare(self, messages: Sequence[Message], active_request: str) -> list[Message]:
         """Run the pipeline before a model call; returns a new list and never mutates `messages`.
 
-        Raises CompactionError when a step fails; its `partial` holds the lossless result of the
-        steps before it (None when nothing succeeded).
+        Lossless before lossy: compact_history runs only after fit_tool_results could shorten
+        nothing more, and no step leaves the history larger than it found it. Raises
+        CompactionError when a step fails; its `partial` holds the lossless result of the steps
+        before it (None when nothing succeeded).
         """
         settings = self.settings
         original = messages
         result = await self._step(self.tool_result_budget(list(messages)), None)
-        before_snip = result
-        result = await self._step(self.snip_compact(result), result)
-        if result is not before_snip and not _request_visible(result, active_request):
-            result.append({"role": "user", "content": active_request})
+        result = await self._step(self.snip_compact(result, active_request), result)
         if self.estimate_chars(result) > settings.context_char_limit:
             target = settings.micro_target_chars
             result = await self._step(self.micro_compact(result, target), result)
             if self.estimate_chars(result) > settings.context_char_limit:
                 result = await self._step(self.fit_tool_results(result, target), result)
             if self.estimate_chars(result) > settings.context_char_limit:
-                result = await self._step(self.compact_history(result, active_request), result)
+                result = await self._step(self._compact_history(result, active_request, None, strict=True), result)
         return list(result) if result is original else result
+
+    async def dry_run(self, messages: Sequence[Message], active_request: str) -> list[CompactionStep]:
+        """The steps `prepare` would take now, with the same figures; writes nothing, calls no model.
+
+        Every decision is prepare's own (the same code runs): files are named as the archive would
+        name them, and nothing is saved. compact_history, which needs the model, is reported as
+        the step that would run next, with its `before` figure. Not for use while a prepare of
+        this compactor is running.
+        """
+        self._dry_steps = []
+        hopeless = self._hopeless_request
+        try:
+            await self.prepare(messages, active_request)
+            return self._dry_steps
+        finally:
+            self._dry_steps = None
+            self._dry_saved = set()
+            self._hopeless_request = hopeless
 
     @staticmethod
     async def _step(step: Awaitable[list[Message]], partial: list[Message] | None) -> list[Message]:
@@ -422,23 +611,52 @@ class Compactor:
 
     # --- helpers -------------------------------------------------------------------------------
 
+    def _refused(self, before: int, after: int, strict: bool) -> bool:
+        """A result is refused when larger than its input (in prepare: also when just as large)."""
+        if strict:
+            return after >= before
+        return after > before and after > self.settings.context_char_limit
+
+    def _holding(self, active_request: str) -> str:
+        """One line on what keeps the history over the limit, for the warning in a step's event."""
+        limit = self.settings.context_char_limit
+        request = len(active_request)
+        if request > limit:
+            return (f"the current request alone is {request:,} chars, over the {limit:,} limit: "
+                    "shorten it or save it as a file the model can read")
+        if self.pinned:
+            return (f"what remains (the current request, {len(self.pinned)} pinned result(s) and the newest "
+                    f"messages) cannot be shortened below {limit:,} chars: unpin results to free room")
+        return f"what remains (the current request and the newest messages) cannot be shortened below {limit:,} chars"
+
     async def _apply_plan(
         self,
         messages: Sequence[Message],
-        before: int,
         plan: list[_Replacement],
         render: Callable[[_Replacement], str],
         step: StepName,
-        detail: str,
+        detail: Callable[[list[_Replacement]], str],
     ) -> list[Message]:
-        """Save the planned results, then (only then) replace each block with `render(item)`."""
+        """The one save-then-replace helper: save every planned result, then (only then) replace.
+
+        A block whose rendering with the real path would not be shorter than what it replaces
+        (the archive gave a longer name than expected) keeps its content; its file stays saved.
+        """
         if not plan:
             return _unchanged(messages)
+        before = self.estimate_chars(messages)
         files = await self._save_planned(plan)
         editor = _Editor(messages, before)
+        done: list[_Replacement] = []
         for item in plan:
-            editor.set_block_content(item.index, item.block_index, render(item), item.old_size)
-        await self._emit(step, before, editor.chars, len(editor.changed), files, detail)
+            replacement = render(item)
+            if item.old_size is not None and _json_len(replacement) >= item.old_size:
+                continue
+            editor.set_block_content(item.index, item.block_index, replacement, item.old_size)
+            done.append(item)
+        if not done:
+            return _unchanged(messages)
+        await self._emit(step, before, editor.chars, len(editor.changed), files, detail(done))
         return editor.messages
 
     async def _save_planned(self, plan: list[_Replacement]) -> list[str]:
@@ -447,6 +665,11 @@ class Compactor:
         Nothing is replaced before all saves succeeded.
         """
         pending = [item for item in plan if item.path is None]
+        if self._dry_steps is not None:
+            for item in pending:
+                item.path = self.archive.expected_tool_result_path(item.tool_use_id)
+                self._dry_saved.add((item.path, item.tool_use_id))
+            return [item.saved_path for item in pending]
         try:
             paths = await self.archive.save_tool_results([(item.tool_use_id, item.text or "") for item in pending])
         except ArchiveError as error:
@@ -455,29 +678,70 @@ class Compactor:
             item.path = path
         return paths
 
-    async def _save_result(self, block: dict[str, Any], text: str) -> str:
-        try:
-            return await self.archive.save_tool_result(str(block.get("tool_use_id") or "unknown"), text)
-        except ArchiveError as error:
-            raise CompactionError(f"compaction stopped, nothing replaced: {error}") from error
-
     async def _write_transcript(self, messages: Sequence[Message]) -> str:
+        if self._dry_steps is not None:
+            return _TRANSCRIPT_PATH_ESTIMATE
         try:
             return await self.archive.write_transcript(list(messages))
         except ArchiveError as error:
             raise CompactionError(f"compaction stopped, nothing replaced: {error}") from error
 
-    def _trusted_persisted_path(self, content: Any) -> str | None:
-        """The path of a <persisted-output> block whose file really is in the archive."""
+    def _is_pinned(self, block: dict[str, Any]) -> bool:
+        return bool(self.pinned) and str(block.get("tool_use_id")) in self.pinned
+
+    def _pinned_result_indices(self, messages: Sequence[Message], start: int, end: int) -> list[int]:
+        """Indices in [start, end) of tool_result messages answering their tool_use with a pinned result."""
+        if not self.pinned:
+            return []
+        return [
+            index for index in range(max(start, 1), end)
+            if is_tool_result(messages[index]) and has_tool_use(messages[index - 1])
+            and any(self._is_pinned(block) for block in messages[index]["content"]
+                    if isinstance(block, dict) and block.get("type") == "tool_result")
+        ]
+
+    def _pinned_pairs(self, messages: Sequence[Message], start: int, end: int) -> set[int]:
+        """The messages (tool_use and tool_result) of every pinned pair inside [start, end)."""
+        return {index for result in self._pinned_result_indices(messages, start + 1, end) for index in (result - 1, result)}
+
+    def _carried_pins(self, messages: Sequence[Message]) -> list[Message]:
+        """Pinned results with their tool_use, as pairs to follow a summary (the blocks byte-exact)."""
+        carried: list[Message] = []
+        for index in self._pinned_result_indices(messages, 1, len(messages)):
+            results = [block for block in messages[index]["content"]
+                       if isinstance(block, dict) and block.get("type") == "tool_result" and self._is_pinned(block)]
+            ids = {str(block.get("tool_use_id")) for block in results}
+            uses = [block for block in messages[index - 1]["content"]
+                    if isinstance(block, dict) and block.get("type") == "tool_use" and str(block.get("id")) in ids]
+            carried += [{"role": "assistant", "content": uses}, {"role": "user", "content": results}]
+        return carried
+
+    def _own_persisted_path(self, content: Any, tool_use_id: str) -> str | None:
+        """The path of a <persisted-output> block this archive wrote for this tool_use id, else None.
+
+        Trusting a path alone would let tool output that merely looks like a marker pass as
+        already archived, and its text would be saved nowhere.
+        """
         marker = parse_marker(content)
         if marker is None or marker.kind != "persisted":
             return None
-        return marker.path if self.archive.resolve(marker.path) is not None else None
+        if (marker.path, tool_use_id) in self._dry_saved:
+            return marker.path
+        return marker.path if self.archive.is_own(marker.path, tool_use_id) else None
 
-    async def _summarize(self, messages: Sequence[Message], focus: str | None) -> str:
+    def _own_snip_count(self, message: Message) -> int | None:
+        """How many messages an earlier snip marker of this archive stands for, else None."""
+        if not isinstance(message, dict) or message.get("role") != "user":
+            return None
+        marker = parse_marker(message.get("content"))
+        if marker is None or marker.kind != "snip" or marker.count is None:
+            return None
+        return marker.count if self.archive.is_own(marker.path) else None
+
+    async def _summarize(self, messages: Sequence[Message], focus: str | None, transcript: str) -> str:
         if self.summarize is None:
             raise CompactionError("no summarizer configured; history left as it was")
-        text = conversation_text(messages, self.settings.summary_input_char_limit)
+        text = conversation_text(messages, self.settings.summary_input_char_limit, transcript)
         try:
             summary = await self.summarize(text, focus)
         except CompactionError:
@@ -494,13 +758,25 @@ def _unchanged(messages: Sequence[Message]) -> list[Message]:
     return messages if isinstance(messages, list) else list(messages)
 
 
-def conversation_text(messages: Sequence[Message], limit: int = 80_000) -> str:
-    """The JSON of `messages` for the summarizer: head 1/4 and tail 3/4 of `limit` when longer."""
-    text = json.dumps(list(messages), default=str, ensure_ascii=False)
+def conversation_text(messages: Sequence[Message], limit: int = 80_000, transcript: str | None = None) -> str:
+    """The JSON of `messages` for the summarizer: head 1/4 and tail 3/4 of `limit` when longer.
+
+    `<` and `>` are written as the JSON escapes \\u003c and \\u003e (still valid JSON, and the
+    same messages once decoded), so no text inside can close the tag the prompt wraps it in. A cut
+    text has a visible omission line between head and tail naming the transcript with the whole.
+    """
+    text = json.dumps(list(messages), default=str, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
     if len(text) <= limit:
         return text
     head = limit // 4
-    return text[:head] + text[len(text) - (limit - head):]
+    tail = limit - head
+    omitted = len(text) - head - tail
+    where = f"the whole conversation is in {transcript}" if transcript else "the whole conversation is not shown"
+    return f"{text[:head]}\n{omission_marker(omitted, where)}\n{text[len(text) - tail:]}"
+
+
+def _is_request_copy(message: Message, active_request: str | None) -> bool:
+    return active_request is not None and message.get("role") == "user" and message.get("content") == active_request
 
 
 def _request_visible(messages: Sequence[Message], active_request: str) -> bool:

@@ -27,6 +27,14 @@ def snip_marker(count: int, path: str) -> str:
     return f"[{count} messages archived at {path}]"
 
 
+def omission_marker(omitted: int, where: str) -> str:
+    """The line between head and tail of a summarizer input that was cut in the middle."""
+    return f"[... {omitted:,} chars of the conversation omitted here; {where} ...]"
+
+
+OMISSION_RE = re.compile(r"\n\[\.\.\. (?P<omitted>[\d,]+) chars of the conversation omitted here; (?P<where>[^\n]*) \.\.\.\]\n")
+
+
 def summary_message(title: str, request: str, summary: str, path: str) -> str:
     """The body of a [Compacted] or [Reactive compact] message."""
     return (

@@ -646,15 +646,14 @@ class ToolBox:
     async def _pump(self, stream: asyncio.StreamReader, output: _BoundedOutput, spill: _Spill | None) -> None:
         spilling = False
         while chunk := await stream.read(_READ_CHUNK_BYTES):
-            output.add(chunk)
-            if spill is None:
-                continue
-            if spilling:
-                await spill.write(chunk)
-            elif output.total_bytes > self.output_limit:
-                # From here the text may be clipped: everything so far is still held, save it all.
+            if spill is not None and not spilling and output.total_bytes + len(chunk) > self.output_limit:
+                # From here the text may be clipped: what came before is still held whole, save it first
+                # (before this chunk, which may be large enough to push the head out of the buffer).
                 spilling = True
                 await spill.write(output.held())
+            output.add(chunk)
+            if spilling and spill is not None:
+                await spill.write(chunk)
 
     # -- files -----------------------------------------------------------------------------
 

@@ -516,9 +516,12 @@ async def test_compact_history_when_still_over_the_limit(tmp_path: Path) -> None
     assert len(summarizer.calls) == 1
     text, focus = summarizer.calls[0]
     assert focus is None
-    assert len(text) == 80_000
+    # DESIGN.md (issue 13 item 5): head 20,000 + tail 60,000 with a visible omission line between.
     assert text[:20_000] == full_json[:20_000]
-    assert text[20_000:] == full_json[-60_000:]
+    assert text.endswith(full_json[-60_000:])
+    omission = text[20_000 : len(text) - 60_000]
+    assert f"{len(full_json) - 80_000:,} chars of the conversation omitted here" in omission
+    assert path in omission
 
 
 async def test_compact_history_direct_with_focus_and_short_history(tmp_path: Path) -> None:

@@ -11,12 +11,21 @@ and sometimes the assistant answers and the user asks something new. After every
 5. the history is within the char limit;
 6. the input list is unchanged;
 and, from the seed: unseen results (after the last assistant message) are never micro-compacted.
+Lossless before lossy (issue 13):
+7. no step returns a larger history than it was given (nor does prepare as a whole);
+8. compact_history runs only when every result fit_tool_results could shorten already is shortened;
+9. the current request is visible and comes before the tail of work done on it;
+10. every message that ever was in the session is, exactly once and in order, in the current
+    history or in the transcript part its marker stands for (nothing archived twice, nothing lost).
+Steering (issue 10): `dry_run` reports the steps prepare then takes, with the same figures, and
+writes nothing; a pinned result stays in the history byte-exact, in a valid pair, whatever runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import datetime
 import json
 import re
@@ -31,7 +40,9 @@ from hypothesis import strategies as st
 
 from core.archive import Archive
 from core.compaction import CompactionSettings, Compactor
-from core.history import estimate_chars
+from core.events import CompactionStep
+from core.history import estimate_chars, result_text
+from core.markers import persisted_output
 
 Message = dict[str, Any]
 
@@ -160,6 +171,12 @@ class Checker:
         self.verified: set[tuple[str, str]] = set()
         self.transcripts: dict[str, list[Message]] = {}
         self.archived_keys: set[str] = set()
+        self.events: list[CompactionStep] = []
+        self.session: list[Message] = []  # every message ever added, in order
+        self.requests: set[str] = set()
+        self.work_keys: set[str] = set()  # tool messages added since the current request
+        self.pinned: frozenset[str] = frozenset()
+        self.dry = False
 
     # files
 
@@ -244,15 +261,33 @@ class Checker:
             ]
         return json.dumps({**message, "content": content}, sort_keys=True, ensure_ascii=False, default=str)
 
+    def files(self) -> dict[str, bytes]:
+        return {
+            str(path.relative_to(self.workdir)): path.read_bytes()
+            for path in sorted(self.workdir.rglob("*")) if path.is_file()
+        }
+
     async def prepare(self, compactor: Compactor, messages: list[Message], request: str) -> list[Message]:
         snapshot = copy.deepcopy(messages)
+        compactor.pinned = self.pinned
+        if self.dry:
+            files = self.files()
+            preview = await compactor.dry_run(messages, request)
+            assert self.files() == files, "dry_run wrote to the archive"
+            assert messages == snapshot, "dry_run mutated its input"
         result = await compactor.prepare(messages, request)
+        if self.dry:
+            self.check_preview(preview, self.events)
         assert messages == snapshot, "prepare mutated its input"  # (6)
         check_pairs(result)  # (1)
         check_request(result, request)  # (2)
         check_unseen_not_micro_compacted(result)
         self.check_markers(result)  # (3)
         self.load_new_transcripts()
+        if self.pinned:
+            self.check_pins(result)
+            self.events.clear()
+            return result
         kept = Counter(self.key(message) for message in result)
         for index, message in enumerate(messages):  # (4)
             key = self.key(message)
@@ -262,16 +297,139 @@ class Checker:
                 assert key in self.archived_keys, f"message {index} left the context without a transcript"
         assert chars(result) <= self.settings.context_char_limit, chars(result)  # (5)
         assert estimate_chars(result) == chars(result)
+        assert chars(result) <= chars(messages), "prepare grew the history"  # (7)
+        for event in self.events:
+            assert event.chars_after <= event.chars_before, event
+            if event.step == "compact_history" and event.files_written:
+                self.check_nothing_left_for_fit(self.load_transcript(event.files_written[0]))  # (8)
+        self.events.clear()
+        self.check_request_before_its_work(result, request)  # (9)
+        self.check_expands_to_the_session(result)  # (10)
         return result
 
+    def check_preview(self, preview: list[CompactionStep], events: list[CompactionStep]) -> None:
+        """The dry run's steps are prepare's, figures and files included, up to a summary.
 
-async def run_session(session: list[Turn], first_request: str, compaction: CompactionSettings) -> None:
+        A transcript's name holds the time and a digest of what it holds, so only its place is
+        compared; tool-result paths are compared exactly.
+        """
+        def named(steps: list[CompactionStep]) -> list[CompactionStep]:
+            return [
+                dataclasses.replace(step, files_written=tuple(
+                    ".transcripts/(a transcript)" if TRANSCRIPT_PATH_RE.match(path) else path
+                    for path in step.files_written
+                ))
+                for step in steps
+            ]
+
+        preview, events = named(preview), named(events)
+        if preview and preview[-1].step == "compact_history":
+            *lossless, summary = preview
+            assert len(events) > len(lossless), (preview, events)
+            assert events[len(lossless)].step == "compact_history"
+            assert events[len(lossless)].chars_before == summary.chars_before
+            assert events[: len(lossless)] == lossless
+        else:
+            assert events == preview
+
+    def check_pins(self, messages: list[Message]) -> None:
+        """Every pinned result of the session is in the history, byte-exact, right after its tool_use."""
+        found: dict[str, int] = {}
+        for index, message in enumerate(messages):
+            for block in blocks_of(message):
+                if block.get("type") == "tool_result" and block.get("tool_use_id") in self.pinned:
+                    assert block["content"] == self.originals[block["tool_use_id"]], f"pinned {block['tool_use_id']} changed"
+                    found[block["tool_use_id"]] = index
+        present = {tool_id for tool_id in self.pinned if tool_id in self.originals}
+        assert set(found) == present, f"pinned results gone: {present - set(found)}"
+
+    def check_nothing_left_for_fit(self, history: list[Message]) -> None:
+        """No tool result in the input of compact_history could still be shortened by fit."""
+        preview_chars = self.settings.fit_preview_chars
+        for message in history:
+            for block in blocks_of(message):
+                if block.get("type") != "tool_result":
+                    continue
+                content = block.get("content", "")
+                if isinstance(content, str) and PLACEHOLDER_RE.match(content):
+                    continue
+                if isinstance(content, str) and (match := PERSISTED_RE.match(content)):
+                    assert len(match["preview"]) <= preview_chars, f"{block['tool_use_id']} kept a long preview"
+                    continue
+                text = result_text(content)
+                if len(text) <= preview_chars:
+                    continue
+                path = f".task_outputs/tool-results/{block['tool_use_id']}.txt"
+                shorter = len(json.dumps(persisted_output(path, text[:preview_chars]), ensure_ascii=False))
+                assert shorter >= len(json.dumps(content, ensure_ascii=False)), (
+                    f"compact_history ran while fit could still shorten {block['tool_use_id']}"
+                )
+
+    def check_request_before_its_work(self, messages: list[Message], request: str) -> None:
+        marker = "Current user request:\n" + request
+        shown = [
+            index for index, message in enumerate(messages)
+            if message["role"] == "user" and isinstance(message["content"], str)
+            and (message["content"] == request or marker in message["content"])
+        ]
+        for index, message in enumerate(messages):
+            if self.key(message) in self.work_keys:
+                assert shown[0] < index, f"message {index} of the current work comes before the request"
+
+    def expand(self, messages: list[Message]) -> list[Message]:
+        """Every marker replaced, recursively, by the messages its transcript part holds."""
+        out: list[Message] = []
+        for index, message in enumerate(messages):
+            content = message["content"]
+            if isinstance(content, str) and (match := SNIP_RE.match(content)):
+                out += self.stands_for(match["path"], int(match["count"]), index)
+            elif isinstance(content, str) and SUMMARY_RE.match(content):
+                out += self.expand(self.load_transcript(content.rsplit("\n\nFull transcript: ", 1)[1]))
+            else:
+                out.append(message)
+        return out
+
+    def stands_for(self, path: str, count: int, index: int) -> list[Message]:
+        whole = self.load_transcript(path)
+        middle: list[Message] = []
+        position = index
+        while len(middle) < count:
+            assert position < len(whole), f"{path} holds fewer messages than its marker counts"
+            item = whole[position]
+            nested = SNIP_RE.match(item["content"]) if isinstance(item["content"], str) else None
+            middle += [item] if nested is None else self.stands_for(nested["path"], int(nested["count"]), position)
+            position += 1
+        assert len(middle) == count, f"the marker of {path} counts {count}, stands for {len(middle)}"
+        return middle
+
+    def check_expands_to_the_session(self, messages: list[Message]) -> None:
+        expanded = [self.key(message) for message in self.expand(messages)]
+        originals = [self.key(message) for message in self.session]
+        copies = {self.key({"role": "user", "content": request}) for request in self.requests}
+        position = 0
+        for key in expanded:
+            if position < len(originals) and key == originals[position]:
+                position += 1
+            else:
+                assert key in copies, "a message is archived twice or out of order"
+        assert position == len(originals), f"message {position} of the session is lost"
+
+
+async def run_session(
+    session: list[Turn], first_request: str, compaction: CompactionSettings, *, pin_every: int = 0, dry: bool = False
+) -> None:
+    """Run the session; with `pin_every` every n-th tool result is pinned; with `dry` each prepare is
+    preceded by a dry run that must predict it."""
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        compactor = Compactor(Archive(workdir), summarize=fake_summarize, settings=compaction)
         checker = Checker(workdir, compaction)
+        checker.dry = dry
+        compactor = Compactor(Archive(workdir), summarize=fake_summarize, settings=compaction,
+                              on_event=checker.events.append)
         request = first_request
         messages: list[Message] = [{"role": "user", "content": request}]
+        checker.session.append(messages[0])
+        checker.requests.add(request)
         counter = 0
         for turn in session:
             messages = await checker.prepare(compactor, messages, request)
@@ -280,6 +438,8 @@ async def run_session(session: list[Turn], first_request: str, compaction: Compa
             for size, seed in turn.results:
                 counter += 1
                 tool_use_id = f"toolu_{counter:04d}"
+                if pin_every and counter % pin_every == 0:
+                    checker.pinned = checker.pinned | {tool_use_id}
                 text = sized_text(seed, size)
                 checker.originals[tool_use_id] = text
                 uses.append(
@@ -287,17 +447,17 @@ async def run_session(session: list[Turn], first_request: str, compaction: Compa
                 )
                 results.append({"type": "tool_result", "tool_use_id": tool_use_id, "content": text})
             content = ([{"type": "text", "text": turn.note}] if turn.note else []) + uses
-            messages = [
-                *messages,
-                {"role": "assistant", "content": content},
-                {"role": "user", "content": results},
-            ]
+            added: list[Message] = [{"role": "assistant", "content": content}, {"role": "user", "content": results}]
+            checker.work_keys.update(checker.key(message) for message in added)
             if turn.new_request is not None:
                 if turn.reply is not None:
-                    reply = [{"type": "text", "text": turn.reply or "done"}]
-                    messages = [*messages, {"role": "assistant", "content": reply}]
-                messages = [*messages, {"role": "user", "content": turn.new_request}]
+                    added.append({"role": "assistant", "content": [{"type": "text", "text": turn.reply or "done"}]})
+                added.append({"role": "user", "content": turn.new_request})
                 request = turn.new_request
+                checker.requests.add(request)
+                checker.work_keys.clear()
+            checker.session += added
+            messages = [*messages, *added]
         await checker.prepare(compactor, messages, request)
 
 
@@ -326,6 +486,49 @@ def test_sessions_with_small_snip_settings(
         context_char_limit=limit, snip_trigger_messages=12, snip_target_messages=8, snip_keep_head=keep_head
     )
     asyncio.run(run_session(session, first_request, compaction))
+
+
+@HYPOTHESIS_SETTINGS
+@given(
+    session=st.lists(turns(st.sampled_from((0, 500, 1_500, 5_000, 12_000, 20_000))), min_size=2, max_size=10),
+    first_request=requests,
+    limit=st.sampled_from([6_000, 12_000, 30_000]),
+    keep=st.sampled_from([0, 1, 3]),
+)
+def test_sessions_with_small_limits(session: list[Turn], first_request: str, limit: int, keep: int) -> None:
+    """Reads overflow the limit often: fit must shorten the kept reads before any summary runs."""
+    compaction = CompactionSettings(
+        context_char_limit=limit, keep_recent_results=keep, snip_trigger_messages=16, snip_target_messages=10
+    )
+    asyncio.run(run_session(session, first_request, compaction))
+
+
+@HYPOTHESIS_SETTINGS
+@given(
+    session=st.lists(turns(st.sampled_from(SIZES)), min_size=1, max_size=8),
+    first_request=requests,
+    small=st.booleans(),
+)
+def test_dry_run_predicts_every_prepare(session: list[Turn], first_request: str, small: bool) -> None:
+    compaction = (
+        CompactionSettings(context_char_limit=12_000, snip_trigger_messages=12, snip_target_messages=8)
+        if small else CompactionSettings()
+    )
+    asyncio.run(run_session(session, first_request, compaction, dry=True))
+
+
+@HYPOTHESIS_SETTINGS
+@given(
+    session=st.lists(turns(st.sampled_from((0, 121, 2_000, 12_000, 30_001, 60_000))), min_size=2, max_size=10),
+    first_request=requests,
+    pin_every=st.sampled_from([1, 2, 3, 5]),
+    limit=st.sampled_from([12_000, 50_000]),
+)
+def test_pinned_results_survive_every_step(
+    session: list[Turn], first_request: str, pin_every: int, limit: int
+) -> None:
+    compaction = CompactionSettings(context_char_limit=limit, snip_trigger_messages=12, snip_target_messages=8)
+    asyncio.run(run_session(session, first_request, compaction, pin_every=pin_every, dry=True))
 
 
 # --- estimate_chars ---------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.history import INTERRUPTED
-from core.markers import archived_path, parse_marker
+from core.markers import OMISSION_RE, archived_path, parse_marker
 from core.text import one_line
 
 __all__ = ["SUMMARY_CHAR_LIMIT", "content_text", "extractive_summary"]
@@ -253,6 +253,8 @@ def extractive_summary(conversation_text: str, focus: str | None) -> str:
     )
     if not complete:
         counts += " The conversation text was cut, so counts cover only the parts that survived."
+        if omission := OMISSION_RE.search(conversation_text):
+            counts += f" ({omission['omitted']} chars omitted; {one_line(omission['where'], 200)}.)"
         if digest.messages == 0 and digest.tool_calls == 0 and not digest.results:
             excerpt = one_line(conversation_text, 300)
             if excerpt:
