@@ -20,12 +20,14 @@ from typing import Any
 from core.archive import Archive
 from core.compaction import CompactionError, Compactor
 from core.config import Settings
+from core.counting import count_next_request
 from core.events import (
     PERMISSION_CHOICES,
     AgentEvent,
     AssistantMessage,
     CompactionStep,
     ContextMeasured,
+    ContextSampled,
     ErrorEvent,
     HistoryChanged,
     Notice,
@@ -43,6 +45,7 @@ from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError
 from core.session import SessionLog
 from core.tokens import TokenCounter
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput, Workspace
+from core.usage import ContextSample, Timeline, TokenCount, price_for
 
 Message = dict[str, Any]
 
@@ -121,6 +124,7 @@ class Agent:
         self._announce: Notice | None = None  # said once, at the start of the first turn
         self._steps: list[CompactionStep] = []  # what the compactor reported during the current call
         self._session_error: str | None = None
+        self._timeline = Timeline(None if model.offline else price_for(model.name), offline=model.offline)
         compactor.on_event = self._steps.append
 
     # --- construction -------------------------------------------------------------------------
@@ -173,6 +177,11 @@ class Agent:
     def chars(self) -> int:
         return self.compactor.estimate_chars(self._messages)
 
+    @property
+    def timeline(self) -> list[ContextSample]:
+        """**contract** One sample per model call, oldest first (what was sent, the steps before it, usage)."""
+        return list(self._timeline.samples)
+
     def _append(self, message: Message, reason: str) -> HistoryChanged:
         start = len(self._messages)
         self._messages.append(message)
@@ -206,6 +215,13 @@ class Agent:
             messages=len(self._messages),
             tokens=tokens,
             input_tokens=self.last_input_tokens,
+        )
+
+    async def count_next_request(self, debounce: float = 0.0) -> TokenCount:
+        """The size of the next request: exact from the model's count_tokens, else the labelled estimate."""
+        return await count_next_request(
+            self.model, self.tokens, system=self.system_prompt, messages=self._messages,
+            tools=self.toolbox.schemas, debounce=debounce,
         )
 
     def new_session(self) -> HistoryChanged:
@@ -256,13 +272,19 @@ class Agent:
         for _ in range(self.max_steps):
             async for event in self._prepare():
                 yield event
-            yield await self.measure()
+            measured = await self.measure()
+            yield measured
             turn.response = None
+            self._timeline.start(measured.chars, measured.messages, measured.tokens)
             try:
                 async with contextlib.aclosing(self._call_model(turn)) as stream:
                     async for event in stream:
                         yield event
-            except PromptTooLongError as error:
+            except ModelError as error:
+                yield ContextSampled(self._timeline.finish(None, str(error)))
+                if not isinstance(error, PromptTooLongError):
+                    turn.fail(str(error), error.kind)
+                    return
                 if reactive_retries >= self.compactor.settings.max_reactive_retries:
                     turn.fail(f"the API still refuses the context after reactive compaction: {error}", error.kind)
                     return
@@ -270,10 +292,8 @@ class Agent:
                 async for event in self._compaction("reactive_compact", None):
                     yield event
                 continue
-            except ModelError as error:
-                turn.fail(str(error), error.kind)
-                return
             response = turn.response
+            yield ContextSampled(self._timeline.finish(None if response is None else response.usage))
             if response is None:
                 turn.fail("the model stream ended without a message", "api")
                 return
@@ -305,8 +325,8 @@ class Agent:
 
     async def _record_reply(self, turn: _Turn, response: ModelResponse) -> AsyncGenerator[AgentEvent, None]:
         """Append the complete assistant message; its tool calls become the batch to answer."""
-        if response.input_tokens:
-            self.last_input_tokens = response.input_tokens
+        if response.prompt_tokens:
+            self.last_input_tokens = response.prompt_tokens  # with caching, input_tokens is only the uncached part
         content = [block for block in response.content if isinstance(block, dict)]
         if not content:
             content = [{"type": "text", "text": "(no reply)"}]
@@ -380,6 +400,7 @@ class Agent:
     async def _prepare(self) -> AsyncGenerator[AgentEvent, None]:
         """The pipeline before a model call; a failed step keeps what succeeded and the turn goes on."""
         self._steps.clear()
+        self._timeline.note_before(self.chars)
         try:
             prepared = await self.compactor.prepare(self._messages, self.last_request)
         except CompactionError as error:
@@ -397,6 +418,7 @@ class Agent:
     async def _compaction(self, step: StepName, focus: str | None) -> AsyncGenerator[AgentEvent, None]:
         """compact_history (the compact tool, the user) or reactive_compact (an API refusal)."""
         self._steps.clear()
+        self._timeline.note_before(self.chars)
         call: Awaitable[list[Message]]
         if step == "reactive_compact":
             call = self.compactor.reactive_compact(self._messages, self.last_request)
@@ -418,6 +440,8 @@ class Agent:
 
     def _take_steps(self) -> list[CompactionStep]:
         steps, self._steps[:] = list(self._steps), []
+        for step in steps:
+            self._timeline.note_step(step.step, step.saved)
         return steps
 
     async def compact(self, focus: str | None = None) -> AsyncIterator[AgentEvent]:
