@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from core.text import one_line, visible
+
 # --- usage ----------------------------------------------------------------------------------------
 
 
@@ -272,7 +274,7 @@ def describe_sample(sample: ContextSample) -> str:
     elif sample.offline:
         parts.append("no cost offline")
     if sample.error:
-        parts.append(f"failed: {sample.error}")
+        parts.append(f"failed: {visible(one_line(sample.error, 200))}")
     return " · ".join(parts)
 
 
