@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "CountReply",
     "ErrorEventMidStream",
     "ErrorReply",
-    "CountReply",
     "Exchange",
     "FakeAnthropicServer",
     "Hang",
