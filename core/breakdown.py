@@ -88,7 +88,7 @@ class _Walk:
             self._parts[(category, block)] = [chars, label]
         else:
             part[0] += chars
-            part[1] = part[1] or label
+            part[1] = label or part[1]  # a result's content describes it better than its id
 
     @property
     def parts(self) -> tuple[Part, ...]:

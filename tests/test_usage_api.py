@@ -347,3 +347,16 @@ async def test_text_streams_before_the_sample(build: Build, anthropic_env: FakeA
     last_delta = max(i for i, event in enumerate(events) if isinstance(event, TextDelta))
     sampled = [i for i, event in enumerate(events) if isinstance(event, ContextSampled)]
     assert len(sampled) == 1 and sampled[0] > last_delta
+
+
+async def test_a_newer_change_cancels_a_debounced_count(build: Build, anthropic_env: FakeAnthropicServer) -> None:
+    """The debounce sleeps first, so a count cancelled by a newer change never reaches the server."""
+    import asyncio
+
+    agent = build()
+    pending = asyncio.ensure_future(agent.count_next_request(debounce=30.0))
+    await asyncio.sleep(0)
+    pending.cancel()
+    newer = await agent.count_next_request(debounce=0.01)
+    assert pending.cancelled() and newer.exact
+    assert len(anthropic_env.count_requests()) == 1
