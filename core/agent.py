@@ -385,6 +385,7 @@ class Agent:
         """The one place a turn ends (completed, failed, cancelled or closed): repair and record it."""
         if turn.waiting is not None and not turn.waiting.done():
             turn.waiting.set_result("deny")
+        self._timeline.abandon("cancelled")
         if turn.batch:
             done = {result.get("tool_use_id") for result in turn.answered}
             results = [*turn.answered] + [

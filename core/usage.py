@@ -291,6 +291,7 @@ class Timeline:
     samples: list[ContextSample] = field(default_factory=list)
     _steps: list[tuple[str, int]] = field(default_factory=list)
     _before: int | None = None
+    _open: bool = False
 
     def note_before(self, chars: int) -> None:
         """The history size before compaction; only the first since the last call counts."""
@@ -317,11 +318,13 @@ class Timeline:
             offline=self.offline,
         )
         self.samples.append(sample)
+        self._open = True
         return sample
 
     def finish(self, usage: Mapping[str, Any] | None, error: str | None = None) -> ContextSample:
         """The newest call ended: its usage (None when it failed) and cost."""
         sample = self.samples[-1]
+        self._open = False
         if usage is None or self.offline:
             done = replace(sample, error=error)
         else:
@@ -337,6 +340,10 @@ class Timeline:
             )
         self.samples[-1] = done
         return done
+
+    def abandon(self, reason: str) -> ContextSample | None:
+        """The newest call never ended (the turn was cancelled or closed): say so on its sample."""
+        return self.finish(None, reason) if self._open else None
 
     @property
     def session_cost(self) -> float | None:

@@ -360,3 +360,29 @@ async def test_a_newer_change_cancels_a_debounced_count(build: Build, anthropic_
     newer = await agent.count_next_request(debounce=0.01)
     assert pending.cancelled() and newer.exact
     assert len(anthropic_env.count_requests()) == 1
+
+
+async def test_a_cancelled_call_keeps_its_sample_marked_cancelled(
+    build: Build, anthropic_env: FakeAnthropicServer
+) -> None:
+    import asyncio
+
+    anthropic_env.script(text_reply("word " * 200, chunks=100, delay=0.05))
+    agent = build()
+    first_text = asyncio.Event()
+
+    async def consume() -> None:
+        async for event in agent.run_turn("a long story"):
+            if isinstance(event, TextDelta):
+                first_text.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(first_text.wait(), timeout=10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    (sample,) = agent.timeline
+    assert sample.error == "cancelled" and sample.input_tokens is None
+    assert sample.chars_after == estimate_chars(streamed(anthropic_env)[0]["messages"])
+    await run(agent, "next")  # the next call is a sample of its own, with its usage
+    assert [s.call for s in agent.timeline] == [1, 2] and agent.timeline[1].input_tokens is not None
