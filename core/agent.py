@@ -231,6 +231,7 @@ class Agent:
         self.last_request = ""
         self.last_input_tokens = None
         self.allowed_for_session.clear()
+        self._timeline = Timeline(self._timeline.price, offline=self._timeline.offline)  # cost is per session
         if self.session is not None:
             previous = self.session
             self.session = SessionLog.create(self.settings.state_dir, {"model": self.model.name})

@@ -289,9 +289,9 @@ class Timeline:
     price: Price | None = None
     offline: bool = False
     samples: list[ContextSample] = field(default_factory=list)
-    _steps: list[tuple[str, int]] = field(default_factory=list)
-    _before: int | None = None
-    _open: bool = False
+    _steps: list[tuple[str, int]] = field(default_factory=list, init=False, repr=False)
+    _before: int | None = field(default=None, init=False, repr=False)
+    _open: bool = field(default=False, init=False, repr=False)
 
     def note_before(self, chars: int) -> None:
         """The history size before compaction; only the first since the last call counts."""

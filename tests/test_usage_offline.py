@@ -62,6 +62,10 @@ async def test_offline_timeline_is_estimated_and_costs_nothing(tmp_path: Path) -
         )
         window = await model_window(agent.model, setting=100_000)
         assert (window.tokens, window.source) == (100_000, "setting")
+        agent.new_session()
+        assert agent.timeline == []  # calls and cost are per session
+        await run(agent, "help")
+        assert [sample.call for sample in agent.timeline] == [1]
     finally:
         await agent.aclose()
 
