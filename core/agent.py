@@ -22,12 +22,14 @@ from typing import Any
 from core.archive import Archive
 from core.compaction import CompactionError, Compactor
 from core.config import Settings
+from core.counting import count_next_request
 from core.events import (
     PERMISSION_CHOICES,
     AgentEvent,
     AssistantMessage,
     CompactionStep,
     ContextMeasured,
+    ContextSampled,
     ErrorEvent,
     HistoryChanged,
     Notice,
@@ -47,6 +49,7 @@ from core.session import SessionLog
 from core.steering import Compaction, SteeringError, drop_result, restore_result, undo
 from core.tokens import TokenCounter
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput, Workspace
+from core.usage import ContextSample, Timeline, TokenCount, price_for
 
 Message = dict[str, Any]
 
@@ -129,6 +132,7 @@ class Agent:
         self.auto_compact = True
         """False pauses the pipeline before each call; reactive_compact still guards an API refusal."""
         self._session_error: str | None = None
+        self._timeline = Timeline(None if model.offline else price_for(model.name), offline=model.offline)
         compactor.on_event = self._steps.append
 
     # --- construction -------------------------------------------------------------------------
@@ -181,6 +185,11 @@ class Agent:
     def chars(self) -> int:
         return self.compactor.estimate_chars(self._messages)
 
+    @property
+    def timeline(self) -> list[ContextSample]:
+        """**contract** One sample per model call, oldest first (what was sent, the steps before it, usage)."""
+        return list(self._timeline.samples)
+
     def _append(self, message: Message, reason: str) -> HistoryChanged:
         start = len(self._messages)
         self._messages.append(message)
@@ -216,6 +225,13 @@ class Agent:
             input_tokens=self.last_input_tokens,
         )
 
+    async def count_next_request(self, debounce: float = 0.0) -> TokenCount:
+        """The size of the next request: exact from the model's count_tokens, else the labelled estimate."""
+        return await count_next_request(
+            self.model, self.tokens, system=self.system_prompt, messages=self._messages,
+            tools=self.toolbox.schemas, debounce=debounce,
+        )
+
     def new_session(self) -> HistoryChanged:
         """Forget the history and start a new session file (archives and old sessions stay on disk)."""
         old = self._messages
@@ -224,6 +240,7 @@ class Agent:
         self.last_input_tokens = None
         self.allowed_for_session.clear()
         self.compactions.clear()
+        self._timeline = Timeline(self._timeline.price, offline=self._timeline.offline)  # cost is per session
         if self.session is not None:
             previous = self.session
             self.session = SessionLog.create(self.settings.state_dir, {"model": self.model.name})
@@ -266,13 +283,19 @@ class Agent:
         for _ in range(self.max_steps):
             async for event in self._prepare():
                 yield event
-            yield await self.measure()
+            measured = await self.measure()
+            yield measured
             turn.response = None
+            self._timeline.start(measured.chars, measured.messages, measured.tokens)
             try:
                 async with contextlib.aclosing(self._call_model(turn)) as stream:
                     async for event in stream:
                         yield event
-            except PromptTooLongError as error:
+            except ModelError as error:
+                yield ContextSampled(self._timeline.finish(None, str(error)))
+                if not isinstance(error, PromptTooLongError):
+                    turn.fail(str(error), error.kind)
+                    return
                 if reactive_retries >= self.compactor.settings.max_reactive_retries:
                     turn.fail(f"the API still refuses the context after reactive compaction: {error}", error.kind)
                     return
@@ -280,10 +303,8 @@ class Agent:
                 async for event in self._compaction("reactive_compact", None):
                     yield event
                 continue
-            except ModelError as error:
-                turn.fail(str(error), error.kind)
-                return
             response = turn.response
+            yield ContextSampled(self._timeline.finish(None if response is None else response.usage))
             if response is None:
                 turn.fail("the model stream ended without a message", "api")
                 return
@@ -337,8 +358,8 @@ class Agent:
 
     async def _record_reply(self, turn: _Turn, response: ModelResponse) -> AsyncGenerator[AgentEvent, None]:
         """Append the complete assistant message; its tool calls become the batch to answer."""
-        if response.input_tokens:
-            self.last_input_tokens = response.input_tokens
+        if response.prompt_tokens:
+            self.last_input_tokens = response.prompt_tokens  # with caching, input_tokens is only the uncached part
         content = [block for block in response.content if isinstance(block, dict)]
         if not content:
             content = [{"type": "text", "text": "(no reply)"}]
@@ -397,6 +418,7 @@ class Agent:
         """The one place a turn ends (completed, failed, cancelled or closed): repair and record it."""
         if turn.waiting is not None and not turn.waiting.done():
             turn.waiting.set_result("deny")
+        self._timeline.abandon("cancelled")
         if turn.batch:
             done = {result.get("tool_use_id") for result in turn.answered}
             results = [*turn.answered] + [
@@ -412,6 +434,7 @@ class Agent:
     async def _prepare(self) -> AsyncGenerator[AgentEvent, None]:
         """The pipeline before a model call; a failed step keeps what succeeded and the turn goes on."""
         self._steps.clear()
+        self._timeline.note_before(self.chars)
         if not self.auto_compact:
             limit = self.compactor.settings.context_char_limit
             if self.chars > limit:
@@ -441,6 +464,7 @@ class Agent:
     async def _compaction(self, step: StepName, focus: str | None) -> AsyncGenerator[AgentEvent, None]:
         """compact_history (the compact tool, the user) or reactive_compact (an API refusal)."""
         self._steps.clear()
+        self._timeline.note_before(self.chars)
         call: Awaitable[list[Message]]
         if step == "reactive_compact":
             call = self.compactor.reactive_compact(self._messages, self.last_request)
@@ -472,6 +496,8 @@ class Agent:
 
     def _take_steps(self) -> list[CompactionStep]:
         steps, self._steps[:] = list(self._steps), []
+        for step in steps:
+            self._timeline.note_step(step.step, step.saved)
         return steps
 
     # --- steering (the user's hand on the context) -------------------------------------------

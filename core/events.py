@@ -11,6 +11,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from core.usage import ContextSample
+
 StepName = Literal[
     "tool_result_budget",
     "snip_compact",
@@ -129,6 +131,13 @@ class ContextMeasured:
 
 
 @dataclass(frozen=True)
+class ContextSampled:
+    """One model call ended (answered or failed): its sample, as it now stands in `agent.timeline`."""
+
+    sample: ContextSample
+
+
+@dataclass(frozen=True)
 class Splice:
     """One change of the history: `removed` messages at `start` were replaced by `added`."""
 
@@ -193,6 +202,7 @@ AgentEvent = (
     | ToolCallFinished
     | CompactionStep
     | ContextMeasured
+    | ContextSampled
     | HistoryChanged
     | Notice
     | ErrorEvent

@@ -11,6 +11,7 @@ import operator
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from core.breakdown import breakdown as breakdown  # the contract lives in core/breakdown.py
 from core.events import Splice
 
 Message = dict[str, Any]

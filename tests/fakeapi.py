@@ -15,10 +15,17 @@ Every scripted response works for both a streaming request (``"stream": true``, 
 with Server-Sent Events) and a non-streaming one (answered with one JSON body).
 Requests are served first-in first-out from the script; when it runs dry the server
 answers with ``server.default`` (a plain ``"ok"`` text reply unless changed).
+
+Besides ``POST /v1/messages`` it serves ``POST /v1/messages/count_tokens`` (``estimate_tokens`` of
+the body unless scripted with ``server.script_count``: a number, an error such as
+``rate_limited()``, or a callable) and ``GET /v1/models/{id}`` for the ids in ``server.models``
+(id -> max_input_tokens). A request that carries ``cache_control`` (top level or on a block) gets
+prompt-cache figures in its usage from a small deterministic cache (see ``PromptCache``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import http.server
 import json
 import socket
@@ -30,12 +37,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "CountReply",
     "ErrorEventMidStream",
     "ErrorReply",
     "Exchange",
     "FakeAnthropicServer",
     "Hang",
     "MessageReply",
+    "PromptCache",
     "RecordedRequest",
     "ResetMidStream",
     "Response",
@@ -144,6 +153,10 @@ class Exchange:
     def wants_stream(self) -> bool:
         return bool(self.body.get("stream", False))
 
+    def prompt_cache(self) -> tuple[int, int]:
+        """(cache read, cache creation) tokens for this request from the server's PromptCache."""
+        return self._handler.server.fake.prompt_cache.use(self.body)
+
     def sleep(self, seconds: float) -> None:
         """Wait ``seconds``; raise :class:`_ClientGone` early if the server is stopping."""
         if seconds > 0 and self._stopping.wait(seconds):
@@ -249,27 +262,35 @@ class MessageReply(Response):
     json_chunks: int = 3  # input_json_delta fragments per tool_use block (after a leading empty one)
     delay: float = 0.0  # seconds between SSE events
     model: str | None = None  # defaults to the request's model
-    input_tokens: int | None = None  # defaults to estimate_tokens(request body)
+    input_tokens: int | None = None  # defaults to estimate_tokens(request body), less the cached part
     output_tokens: int | None = None  # defaults to a length-based estimate
     message_id: str | None = None
+    cache_read_tokens: int | None = None  # defaults to what the server's PromptCache says
+    cache_creation_tokens: int | None = None
 
     # ----- building blocks shared by the stream and the JSON body
 
     def _model(self, body: Mapping[str, Any]) -> str:
         return self.model or str(body.get("model") or "claude-fake")
 
-    def _usage(self, body: Mapping[str, Any]) -> tuple[int, int]:
-        input_tokens = self.input_tokens if self.input_tokens is not None else estimate_tokens(body)
+    def _usage(self, body: Mapping[str, Any], cache: tuple[int, int] = (0, 0)) -> tuple[int, int, int, int]:
+        """(input, output, cache read, cache creation); `cache` is the PromptCache's (read, creation)."""
+        read = self.cache_read_tokens if self.cache_read_tokens is not None else cache[0]
+        creation = self.cache_creation_tokens if self.cache_creation_tokens is not None else cache[1]
+        if self.input_tokens is not None:
+            input_tokens = self.input_tokens
+        else:
+            input_tokens = max(estimate_tokens(body) - read - creation, 0)
         if self.output_tokens is not None:
             output_tokens = self.output_tokens
         else:
             size = sum(len(b.get("text", "")) + len(json.dumps(b.get("input", {}))) for b in self.blocks)
             output_tokens = max(1, size // 4)
-        return input_tokens, output_tokens
+        return input_tokens, output_tokens, read, creation
 
-    def message_body(self, body: Mapping[str, Any]) -> JSONDict:
+    def message_body(self, body: Mapping[str, Any], cache: tuple[int, int] = (0, 0)) -> JSONDict:
         """The complete, non-streaming message."""
-        input_tokens, output_tokens = self._usage(body)
+        input_tokens, output_tokens, read, creation = self._usage(body, cache)
         return {
             "id": self.message_id or _new_id("msg_fake_"),
             "type": "message",
@@ -280,15 +301,15 @@ class MessageReply(Response):
             "stop_sequence": None,
             "usage": {
                 "input_tokens": input_tokens,
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": 0,
+                "cache_creation_input_tokens": creation,
+                "cache_read_input_tokens": read,
                 "output_tokens": output_tokens,
             },
         }
 
-    def stream_events(self, body: Mapping[str, Any]) -> list[tuple[str, JSONDict]]:
+    def stream_events(self, body: Mapping[str, Any], cache: tuple[int, int] = (0, 0)) -> list[tuple[str, JSONDict]]:
         """The full SSE event sequence, in the order the real API sends it."""
-        input_tokens, output_tokens = self._usage(body)
+        input_tokens, output_tokens, read, creation = self._usage(body, cache)
         events: list[tuple[str, JSONDict]] = [
             (
                 "message_start",
@@ -304,8 +325,8 @@ class MessageReply(Response):
                         "stop_sequence": None,
                         "usage": {
                             "input_tokens": input_tokens,
-                            "cache_creation_input_tokens": 0,
-                            "cache_read_input_tokens": 0,
+                            "cache_creation_input_tokens": creation,
+                            "cache_read_input_tokens": read,
                             "output_tokens": 1,
                         },
                     },
@@ -363,10 +384,11 @@ class MessageReply(Response):
         return events
 
     def respond(self, exchange: Exchange) -> None:
+        cache = exchange.prompt_cache()
         if not exchange.wants_stream:
-            exchange.send_json(200, self.message_body(exchange.body))
+            exchange.send_json(200, self.message_body(exchange.body, cache))
             return
-        events = self.stream_events(exchange.body)  # built first, so a bad block fails before any headers
+        events = self.stream_events(exchange.body, cache)  # built first, so a bad block fails before any headers
         exchange.start_stream()
         for number, (name, data) in enumerate(events):
             if number:
@@ -600,6 +622,106 @@ def hang(seconds: float = 30.0) -> Hang:
     return Hang(seconds)
 
 
+# --------------------------------------------------------------------------- the prompt cache
+
+
+def _strip_cache_control(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _strip_cache_control(item) for key, item in value.items() if key != "cache_control"}
+    if isinstance(value, list):
+        return [_strip_cache_control(item) for item in value]
+    return value
+
+
+def _has_cache_control(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "cache_control" in value or any(_has_cache_control(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_has_cache_control(item) for item in value)
+    return False
+
+
+def _cache_blocks(body: Mapping[str, Any]) -> list[tuple[Any, bool]]:
+    """The request's blocks in the API's cache order (tools, system, messages), each with whether it
+    carries a ``cache_control`` breakpoint. String content counts as one text block."""
+    blocks: list[tuple[Any, bool]] = []
+    for tool in body.get("tools") or []:
+        blocks.append((tool, isinstance(tool, dict) and "cache_control" in tool))
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        blocks.append(({"type": "text", "text": system}, False))
+    elif isinstance(system, list):
+        blocks.extend((block, isinstance(block, dict) and "cache_control" in block) for block in system)
+    for message in body.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        content = message.get("content")
+        items = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        for block in items:
+            marked = isinstance(block, dict) and "cache_control" in block
+            blocks.append(({"role": role, "block": block}, marked))
+    return blocks
+
+
+class PromptCache:
+    """A small, deterministic stand-in for the API's prompt cache.
+
+    Breakpoints are the blocks marked with ``cache_control``, and the last block when the request has
+    a top-level ``cache_control`` (automatic caching). A prefix is keyed by the model and the JSON of
+    its blocks without their ``cache_control`` marks; its size is its JSON length // 4 tokens. A
+    request reads the longest prefix that an earlier request wrote, found at a breakpoint or up to 20
+    blocks before one (the API's lookback), and writes the prefix up to its last breakpoint: cache
+    creation is that prefix less what was read. Requests without ``cache_control`` use no cache.
+    """
+
+    LOOKBACK = 20
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._written: set[str] = set()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._written.clear()
+
+    def use(self, body: Mapping[str, Any]) -> tuple[int, int]:
+        """(read, creation) tokens for ``body``, remembering what it writes."""
+        if not _has_cache_control(body):
+            return 0, 0
+        blocks = _cache_blocks(body)
+        if not blocks:
+            return 0, 0
+        breakpoints = [index for index, (_, marked) in enumerate(blocks) if marked]
+        if "cache_control" in body and (not breakpoints or breakpoints[-1] != len(blocks) - 1):
+            breakpoints.append(len(blocks) - 1)
+        if not breakpoints:
+            return 0, 0
+        digest = hashlib.sha256(str(body.get("model")).encode())
+        keys: list[str] = []
+        sizes: list[int] = []
+        chars = 0
+        for block, _ in blocks:
+            text = json.dumps(_strip_cache_control(block), ensure_ascii=False, sort_keys=True)
+            digest.update(text.encode())
+            keys.append(digest.hexdigest())
+            chars += len(text)
+            sizes.append(chars // 4)
+        total = estimate_tokens(body)
+        with self._lock:
+            hit = -1
+            for point in breakpoints:
+                for index in range(point, max(point - self.LOOKBACK, -1), -1):
+                    if keys[index] in self._written:
+                        hit = max(hit, index)
+                        break
+            last = breakpoints[-1]
+            self._written.update(keys[point] for point in breakpoints)
+        read = min(sizes[hit], total) if hit >= 0 else 0
+        creation = min(sizes[last] - read, total - read) if last > hit else 0
+        return read, max(creation, 0)
+
+
 # --------------------------------------------------------------------------- HTTP plumbing
 
 
@@ -682,6 +804,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         try:
             if path == "/v1/messages":
                 fake._next_response(exchange.body).respond(exchange)
+            elif path == "/v1/messages/count_tokens":
+                fake._count_response(exchange.body).respond(exchange)
             else:
                 ErrorReply(404, "not_found_error", f"fakeapi does not serve {self.command} {path}").respond(
                     exchange
@@ -699,10 +823,42 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         request = self._record()
         exchange = Exchange(self, request, self.server.fake._stopping)
+        path = self.path.split("?", 1)[0]
+        model_id = path.removeprefix("/v1/models/") if path.startswith("/v1/models/") else None
         try:
-            ErrorReply(404, "not_found_error", f"fakeapi does not serve GET {self.path}").respond(exchange)
+            if model_id is not None and model_id in self.server.fake.models:
+                exchange.send_json(200, _model_info(model_id, self.server.fake.models[model_id]))
+            else:
+                ErrorReply(404, "not_found_error", f"fakeapi does not serve GET {self.path}").respond(exchange)
         except _ClientGone:
             self.close_connection = True
+
+
+def _model_info(model_id: str, max_input_tokens: int | None) -> JSONDict:
+    """A Models API object for ``GET /v1/models/{id}``."""
+    return {
+        "type": "model",
+        "id": model_id,
+        "display_name": model_id,
+        "created_at": "2026-01-01T00:00:00Z",
+        "lifecycle": "active",
+        "max_input_tokens": max_input_tokens,
+        "max_tokens": 128_000,
+    }
+
+
+@dataclass
+class CountReply(Response):
+    """``{"input_tokens": N}`` for ``POST /v1/messages/count_tokens``."""
+
+    input_tokens: int
+
+    def respond(self, exchange: Exchange) -> None:
+        exchange.send_json(200, {"input_tokens": self.input_tokens})
+
+
+CountItem = int | Response | Callable[[JSONDict], "int | Response"]
+"""A scripted count_tokens answer: a number, a response (e.g. ``rate_limited()``), or a function of the body."""
 
 
 # --------------------------------------------------------------------------- the server
@@ -716,6 +872,10 @@ class FakeAnthropicServer:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._queue: deque[ScriptItem] = deque()
+        self._count_queue: deque[CountItem] = deque()
+        self.prompt_cache = PromptCache()
+        self.models: dict[str, int | None] = {}
+        """Model ids ``GET /v1/models/{id}`` knows, with their max_input_tokens (others are 404)."""
         self._requests: list[RecordedRequest] = []
         self._errors: list[BaseException] = []
         self._stopping = threading.Event()
@@ -773,6 +933,18 @@ class FakeAnthropicServer:
             self._queue.extend(responses)
         return self
 
+    def script_count(self, *answers: CountItem) -> FakeAnthropicServer:
+        """Queue count_tokens answers; when they run out the answer is ``estimate_tokens(body)``."""
+        with self._lock:
+            self._count_queue.extend(answers)
+        return self
+
+    def _count_response(self, body: JSONDict) -> Response:
+        with self._lock:
+            item: CountItem = self._count_queue.popleft() if self._count_queue else estimate_tokens
+        answer = item(body) if callable(item) else item
+        return answer if isinstance(answer, Response) else CountReply(int(answer))
+
     def pending(self) -> int:
         """How many scripted responses have not been used yet."""
         with self._lock:
@@ -825,6 +997,16 @@ class FakeAnthropicServer:
             r.body
             for r in self.requests
             if r.method == "POST" and r.path.split("?", 1)[0] == "/v1/messages" and isinstance(r.body, dict)
+        ]
+
+    def count_requests(self) -> list[JSONDict]:
+        """The JSON bodies of the POST /v1/messages/count_tokens requests, oldest first."""
+        return [
+            r.body
+            for r in self.requests
+            if r.method == "POST"
+            and r.path.split("?", 1)[0] == "/v1/messages/count_tokens"
+            and isinstance(r.body, dict)
         ]
 
     def clear_requests(self) -> None:

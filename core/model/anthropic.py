@@ -33,6 +33,7 @@ _KEEP_KEYS = {
     "redacted_thinking": ("type", "data"),
 }
 _TOO_LONG = ("prompt is too long", "prompt_too_long", "too many tokens")
+CACHE_CONTROL = {"type": "ephemeral"}
 
 
 def plain_block(block: Any) -> dict[str, Any]:
@@ -109,10 +110,65 @@ class AnthropicModel:
             except anthropic.AnthropicError as error:
                 raise ModelError(f"cannot start the Anthropic client: {_one_line(str(error))}", "auth") from error
         self.client = client
+        self._window: int | None = None
+        self._window_asked = False
 
     @property
     def base_url(self) -> str:
         return str(self.client.base_url)
+
+    # --- requests -------------------------------------------------------------------------------
+
+    def request(
+        self, *, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The request body as it is sent, with prompt caching; neither list is mutated.
+
+        Two cache breakpoints (of the API's four): the last tool schema (a copy of it), so the tool
+        definitions stay cached even after compaction rewrites the history, and the top-level
+        `cache_control`, which the API applies to the last block of the newest message, so each call
+        reads the prefix the previous call wrote. The history itself is sent exactly as it is.
+        """
+        request: dict[str, Any] = {
+            "model": self.name,
+            "system": system,
+            "messages": messages,
+            "cache_control": dict(CACHE_CONTROL),
+        }
+        if tools:
+            request["tools"] = [*tools[:-1], {**tools[-1], "cache_control": dict(CACHE_CONTROL)}]
+        return request
+
+    async def count_tokens(
+        self, *, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> int | None:
+        """The exact input tokens of this request (the API's `count_tokens`); no retries, so a 429
+        comes back at once as ModelError(kind="rate_limit") and the caller falls back to an estimate."""
+        try:
+            result = await self.client.messages.count_tokens(
+                **self.request(system=system, messages=messages, tools=tools)
+            )
+        except Exception as error:
+            if isinstance(error, asyncio.CancelledError):
+                raise
+            mapped, _ = self._classify(error, self.max_retries)
+            raise mapped from error
+        return int(result.input_tokens)
+
+    async def context_window(self) -> int | None:
+        """`max_input_tokens` from the Models API (asked once); None when it cannot say."""
+        if self._window_asked:
+            return self._window
+        try:
+            info = await self.client.models.retrieve(self.name)
+        except Exception as error:
+            if isinstance(error, asyncio.CancelledError):
+                raise
+            return None  # not cached: a later call may reach the API
+        self._window_asked = True
+        value = getattr(info, "max_input_tokens", None)
+        self._window = int(value) if isinstance(value, int) and value > 0 else None
+        return self._window
 
     # --- streaming ------------------------------------------------------------------------------
 
@@ -128,14 +184,8 @@ class AnthropicModel:
         while True:
             produced = False
             try:
-                request: dict[str, Any] = {
-                    "model": self.name,
-                    "max_tokens": max_tokens,
-                    "system": system,
-                    "messages": messages,
-                }
-                if tools:
-                    request["tools"] = tools
+                request = self.request(system=system, messages=messages, tools=tools)
+                request["max_tokens"] = max_tokens
                 stopped = False
                 async with self.client.messages.stream(**request) as stream:
                     async for event in stream:
@@ -151,8 +201,9 @@ class AnthropicModel:
                     # text may be cut anywhere and a tool call from it must never run.
                     raise CutStreamError("the stream ended before the message was complete (no message_stop)")
                 usage = {
-                    "input_tokens": int(getattr(final.usage, "input_tokens", 0) or 0),
-                    "output_tokens": int(getattr(final.usage, "output_tokens", 0) or 0),
+                    key: int(getattr(final.usage, key, 0) or 0)
+                    for key in ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                                "cache_creation_input_tokens")
                 }
                 yield ModelResponse(
                     content=[plain_block(block) for block in final.content],

@@ -40,6 +40,18 @@ class ModelResponse:
     def input_tokens(self) -> int | None:
         return self.usage.get("input_tokens")
 
+    @property
+    def prompt_tokens(self) -> int | None:
+        """Every prompt token of the call: `input_tokens` is only the uncached part when caching is on,
+        so cache reads and writes are added back (None when the usage has no input figure)."""
+        if "input_tokens" not in self.usage:
+            return None
+        return (
+            self.usage["input_tokens"]
+            + self.usage.get("cache_read_input_tokens", 0)
+            + self.usage.get("cache_creation_input_tokens", 0)
+        )
+
 
 ModelEvent = TextChunk | Retrying | ModelResponse
 
@@ -97,4 +109,23 @@ class Model(Protocol):
 
     async def aclose(self) -> None:
         """Release network resources."""
+        ...
+
+
+class CountingModel(Model, Protocol):
+    """A model that can also count a request's tokens and name its window.
+
+    These are optional: the core looks them up with `getattr`, so a model without them still works
+    and its figures are the tiktoken estimate (core/counting.py).
+    """
+
+    async def count_tokens(
+        self, *, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> int | None:
+        """The exact input tokens of this request as it would be sent; None when the model cannot
+        count (offline). Raises ModelError (kind "rate_limit" on a 429)."""
+        ...
+
+    async def context_window(self) -> int | None:
+        """The model's context window in tokens from the provider; None when it cannot say."""
         ...

@@ -381,6 +381,12 @@ class OfflineModel:
     async def aclose(self) -> None:
         """Nothing to release."""
 
+    async def count_tokens(
+        self, *, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> int | None:
+        """None: offline there is no exact count, only the tiktoken estimate (which says so)."""
+        return None
+
     def _plan(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> _Plan:
         if not messages:
             return _Plan("The conversation is empty. Type `help` for the commands I understand.")

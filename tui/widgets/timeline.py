@@ -1,0 +1,270 @@
+"""TimelineView: the context of every model call, as a bar chart, with what compaction did between.
+
+One column per call (`agent.timeline` samples, oldest left): the solid bar is what was sent
+(`chars_after`), the light part above it what the steps before it removed (`chars_before`), a
+dashed line the pipeline's char limit. Under the bars: a mark for each call that had compaction
+steps before it, and the share of the prompt read from the cache. Left/Right (or a click) select a
+call; the lines under the chart then show its sample: what was sent, tokens, cache read/write, cost
+and the steps that ran before it with what each saved. `TimelineView.Selected` is posted on each
+change of selection.
+
+Drawn with Rich Text rather than a plotting widget: textual-plotext (last released 2024-11) predates
+the Textual 8 this app uses and maps no click to a bar; Textual's Sparkline has no limit line, no
+per-bar marks and no selection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from core.text import visible
+from core.usage import ContextSample, session_cost
+from tui.format import count, one_line, short_count
+
+CHART_ROWS = 8
+COLUMN = 2  # cells per call: the bar and a gap
+_LEVELS = " ▁▂▃▄▅▆▇█"
+STEP_MARKS = {
+    "tool_result_budget": "b",
+    "snip_compact": "s",
+    "micro_compact": "m",
+    "fit_tool_results": "f",
+    "compact_history": "C",
+    "reactive_compact": "R",
+}
+_SENT = Style(color="dodger_blue1")
+_SENT_OVER = Style(color="red1")
+_REMOVED = Style(color="grey35")
+_LIMIT = Style(color="red3")
+_STEP = Style(color="spring_green2", bold=True)
+_CACHE = Style(color="gold1")
+_SELECTED = Style(bgcolor="grey23")
+_DIM = Style(dim=True)
+
+
+class TimelineView(Widget, can_focus=True):
+    """The per-call context chart and the selected call's details."""
+
+    DEFAULT_CSS = """
+    TimelineView {
+        height: auto;
+        min-height: 14;
+        padding: 0 1;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("left", "move(-1)", "Earlier call", show=False),
+        Binding("right", "move(1)", "Later call", show=False),
+        Binding("home", "first", "First call", show=False),
+        Binding("end", "last", "Last call", show=False),
+    ]
+
+    @dataclass
+    class Selected(Message):
+        """A call was selected: its sample (what was sent, the steps before it, usage)."""
+
+        sample: ContextSample
+
+    selected: reactive[int | None] = reactive(None)
+    """The index of the selected sample; None follows the newest call."""
+
+    def __init__(self, *, limit: int = 50_000, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.samples: list[ContextSample] = []
+        self.limit = limit
+
+    # --- feeding ----------------------------------------------------------------------------------
+
+    def set_samples(self, samples: Iterable[ContextSample]) -> None:
+        """Show these samples (e.g. `agent.timeline` after a resume)."""
+        self.samples = list(samples)
+        if self.selected is not None and self.selected >= len(self.samples):
+            self.selected = None
+        self.refresh(layout=True)
+
+    def add_sample(self, sample: ContextSample) -> None:
+        """A `ContextSampled` event: a new call, or the final figures of the newest one (same `call`)."""
+        for index in range(len(self.samples) - 1, -1, -1):
+            if self.samples[index].call == sample.call:
+                self.samples[index] = sample
+                break
+        else:
+            self.samples.append(sample)
+        self.refresh(layout=True)
+
+    def configure(self, limit: int) -> None:
+        self.limit = limit
+        self.refresh()
+
+    @property
+    def current(self) -> ContextSample | None:
+        """The selected sample (the newest when none is selected)."""
+        if not self.samples:
+            return None
+        index = self.selected if self.selected is not None else len(self.samples) - 1
+        return self.samples[min(index, len(self.samples) - 1)]
+
+    # --- selection --------------------------------------------------------------------------------
+
+    def _index(self) -> int:
+        return self.selected if self.selected is not None else len(self.samples) - 1
+
+    def select(self, index: int) -> None:
+        if not self.samples:
+            return
+        index = max(0, min(index, len(self.samples) - 1))
+        self.selected = index
+        self.post_message(self.Selected(self.samples[index]))
+
+    def action_move(self, step: int) -> None:
+        self.select(self._index() + step)
+
+    def action_first(self) -> None:
+        self.select(0)
+
+    def action_last(self) -> None:
+        self.select(len(self.samples) - 1)
+
+    def watch_selected(self) -> None:
+        self.refresh()
+
+    def _visible_range(self, width: int) -> range:
+        """The samples that fit, keeping the selected one in view (newest at the right)."""
+        fit = max(width // COLUMN, 1)
+        end = len(self.samples)
+        index = self._index()
+        if index < end - fit:
+            end = index + 1
+        return range(max(end - fit, 0), end)
+
+    def on_click(self, event: events.Click) -> None:
+        if not self.samples or event.y >= CHART_ROWS:
+            return
+        shown = self._visible_range(self._chart_width())
+        column = (event.x - self.styles.padding.left) // COLUMN
+        if 0 <= column < len(shown):
+            self.select(shown.start + column)
+
+    # --- drawing ----------------------------------------------------------------------------------
+
+    def _chart_width(self) -> int:
+        return max(self.content_region.width or self.size.width, COLUMN)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return CHART_ROWS + 2 + len(self.detail_lines())
+
+    def render(self) -> Text:
+        width = self._chart_width()
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if not self.samples:
+            text.append("no model calls yet", _DIM)
+            return text
+        shown = [self.samples[index] for index in self._visible_range(width)]
+        first = self._visible_range(width).start
+        scale = max([self.limit * 1.1, *(s.chars_before for s in shown), *(s.chars_after for s in shown), 1.0])
+        limit_row = CHART_ROWS - 1 - min(int(self.limit / scale * CHART_ROWS), CHART_ROWS - 1)
+        for row in range(CHART_ROWS):
+            floor = (CHART_ROWS - 1 - row) / CHART_ROWS * scale  # the value at this row's bottom
+            for offset, sample in enumerate(shown):
+                style_extra = _SELECTED if first + offset == self._index() else None
+                cell, style = self._cell(sample, floor, scale / CHART_ROWS)
+                if cell == " " and row == limit_row:
+                    cell, style = "╌", _LIMIT
+                text.append(cell, style + style_extra if style_extra else style)
+                gap = "╌" if row == limit_row else " "
+                text.append(gap, _LIMIT if row == limit_row else Style())
+            if row == 0:
+                text.append(f" {short_count(int(scale))}", _DIM)
+            elif row == limit_row:
+                text.append(f" limit {short_count(self.limit)}", _LIMIT)
+            text.append("\n")
+        for sample in shown:
+            mark = STEP_MARKS.get(sample.steps[-1], "*") if sample.steps else "·"
+            text.append(mark, _STEP if sample.steps else _DIM)
+            text.append(" ")
+        text.append(" steps\n", _DIM)
+        for sample in shown:
+            prompt = sample.prompt_tokens
+            if prompt:
+                share = (sample.cache_read_tokens or 0) / prompt
+                text.append(_LEVELS[min(int(share * 8 + 0.5), 8)], _CACHE)
+            else:
+                text.append("-", _DIM)
+            text.append(" ")
+        text.append(" cache read", _DIM)
+        for line in self.detail_lines():
+            text.append("\n")
+            text.append_text(line)
+        return text
+
+    def _cell(self, sample: ContextSample, floor: float, per_row: float) -> tuple[str, Style]:
+        """The character of one bar cell: solid for what was sent, light for what steps removed."""
+        sent = sample.chars_after
+        before = max(sample.chars_before, sent)
+        over = sent > self.limit
+        if sent > floor:
+            amount = min((sent - floor) / per_row, 1.0)
+            return _LEVELS[max(int(amount * 8), 1)], _SENT_OVER if over else _SENT
+        if before > floor:
+            return "░", _REMOVED
+        return " ", Style()
+
+    def detail_lines(self) -> list[Text]:
+        """The selected call: what was sent, tokens, cache, cost, and the steps before it."""
+        sample = self.current
+        if sample is None:
+            return []
+        head = Text()
+        head.append(f"call {sample.call}/{len(self.samples)}", Style(bold=True))
+        head.append(f" · sent {count(sample.chars_after)} chars in {sample.messages} messages")
+        if sample.chars_before != sample.chars_after:
+            head.append(f" (before: {count(sample.chars_before)})", _DIM)
+        tokens = Text()
+        if sample.prompt_tokens is not None:
+            tokens.append(f"{count(sample.prompt_tokens)} tokens")
+            tokens.append(
+                f" · input {count(sample.input_tokens or 0)} · cache read {count(sample.cache_read_tokens or 0)}"
+                f" · cache write {count(sample.cache_creation_tokens or 0)} · output {count(sample.output_tokens or 0)}"
+            )
+        elif sample.estimated_tokens is not None:
+            tokens.append(f"~{count(sample.estimated_tokens)} tokens (tiktoken estimate)")
+        else:
+            tokens.append("tokens: -", _DIM)
+        if sample.cost is not None:
+            tokens.append(f" · ${sample.cost:.4f}")
+            total = session_cost(self.samples)
+            if total is not None:
+                tokens.append(f" (session ${total:.4f})", _DIM)
+        elif sample.offline:
+            tokens.append(" · no cost offline", _DIM)
+        lines = [head, tokens]
+        if sample.steps:
+            steps = Text("before it: ", _DIM)
+            for number, (step, saved) in enumerate(zip(sample.steps, sample.saved, strict=False)):
+                if number:
+                    steps.append(", ")
+                steps.append(step, _STEP)
+                steps.append(f" −{count(saved)}")
+            if sample.cache_creation_tokens:
+                steps.append(f" · cache write after it {count(sample.cache_creation_tokens)}", _CACHE)
+            lines.append(steps)
+        else:
+            lines.append(Text("no compaction before it", _DIM))
+        if sample.error:
+            lines.append(Text(f"failed: {visible(one_line(sample.error, 200))}", Style(color="red1")))
+        return lines
+
+
+__all__ = ["STEP_MARKS", "TimelineView"]
