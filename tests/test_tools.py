@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from core.tools import (
     COMPACT_TOOL_OUTPUT,
     GLOB_MAX_RESULTS,
-    PermissionCallback,
     ToolBox,
     ToolOutput,
     Workspace,
@@ -44,12 +43,8 @@ def outside(tmp_path: Path) -> Path:
     return directory
 
 
-async def allow_all(name: str, tool_input: dict[str, Any]) -> bool:
-    return True
-
-
-def make_tools(root: Path, permission: PermissionCallback | None = None, **kwargs: Any) -> ToolBox:
-    return ToolBox(Workspace(root), permission=permission, **kwargs)
+def make_tools(root: Path, **kwargs: Any) -> ToolBox:
+    return ToolBox(Workspace(root), **kwargs)
 
 
 def live_group_members(pgid: int) -> list[int]:
@@ -224,12 +219,14 @@ async def test_write_to_a_directory_is_an_error(ws: Path) -> None:
     assert result.is_error and "directory" in result.content
 
 
-async def test_read_non_utf8_file_gives_replacement_characters(ws: Path) -> None:
+async def test_read_non_utf8_file_is_decoded_whole_and_says_which_encoding(ws: Path) -> None:
+    # Issue 8 item 10: no mojibake without a notice. The bytes are kept (as cp1252), and said so.
     (ws / "binary.dat").write_bytes(b"ok \xff\xfe\x80 end\n")
     result = await make_tools(ws).run("read_file", {"path": "binary.dat"})
     assert not result.is_error
     assert result.content.startswith("ok ")
-    assert "\ufffd" in result.content and result.content.endswith(" end\n")
+    body, note = result.content.rsplit("\n", 1)
+    assert body == "ok ÿþ€ end" and "cp1252" in note
 
 
 async def test_read_file_truncates_and_pages_with_offset(ws: Path) -> None:
@@ -402,36 +399,24 @@ async def test_glob_caps_the_number_of_results(ws: Path) -> None:
 # -- bash ------------------------------------------------------------------------------------
 
 
-async def test_bash_is_denied_without_a_permission_callback(ws: Path) -> None:
-    result = await make_tools(ws).run("bash", {"command": "touch ran"})
-    assert result.is_error and "denied" in result.content
-    await asyncio.sleep(0.1)
-    assert not (ws / "ran").exists()
-
-
-async def test_bash_is_denied_when_the_callback_says_no(ws: Path) -> None:
-    calls: list[tuple[str, dict[str, Any]]] = []
-
-    async def deny(name: str, tool_input: dict[str, Any]) -> bool:
-        calls.append((name, tool_input))
-        return False
-
-    result = await make_tools(ws, permission=deny).run("bash", {"command": "touch ran"})
-    assert result.is_error and "denied" in result.content
-    assert calls == [("bash", {"command": "touch ran"})]
-    await asyncio.sleep(0.1)
-    assert not (ws / "ran").exists()
-
-
-async def test_permission_can_be_granted_later_by_setting_the_attribute(ws: Path) -> None:
+def test_bash_write_and_edit_need_permission_and_the_rest_do_not(ws: Path) -> None:
     tools = make_tools(ws)
-    assert (await tools.run("bash", {"command": "true"})).is_error
-    tools.permission = allow_all
-    assert not (await tools.run("bash", {"command": "true"})).is_error
+    assert tools.needs_permission("bash", {"command": "touch ran"})
+    assert tools.needs_permission("write_file", {"path": "a.txt", "content": "x"})
+    assert tools.needs_permission("edit_file", {"path": "a.txt", "old_text": "x", "new_text": "y"})
+    for name in ["read_file", "glob", "compact", "rm_rf"]:
+        assert not tools.needs_permission(name, {}), name
+
+
+async def test_run_never_asks_the_toolbox_only_runs_what_the_agent_allowed(ws: Path) -> None:
+    """Consent is the agent's job: run executes a call it is given."""
+    result = await make_tools(ws).run("bash", {"command": "touch ran"})
+    assert result == ToolOutput("(no output)\n[exit code 0]")
+    assert (ws / "ran").exists()
 
 
 async def test_bash_runs_in_the_workspace_and_reports_the_exit_code(ws: Path) -> None:
-    tools = make_tools(ws, permission=allow_all)
+    tools = make_tools(ws)
     ok = await tools.run("bash", {"command": "pwd; echo oops >&2"})
     assert ok == ToolOutput(f"{tools.workspace.root}\noops\n[exit code 0]")
 
@@ -443,12 +428,12 @@ async def test_bash_runs_in_the_workspace_and_reports_the_exit_code(ws: Path) ->
 
 
 async def test_bash_reads_no_stdin_and_replaces_invalid_utf8(ws: Path) -> None:
-    result = await make_tools(ws, permission=allow_all).run("bash", {"command": "cat; printf 'a\\377b'"})
+    result = await make_tools(ws).run("bash", {"command": "cat; printf 'a\\377b'"})
     assert result == ToolOutput("a\ufffdb\n[exit code 0]")
 
 
 async def test_bash_timeout_kills_the_process_group_and_keeps_partial_output(ws: Path) -> None:
-    tools = make_tools(ws, permission=allow_all)
+    tools = make_tools(ws)
     started = time.monotonic()
     result = await tools.run(
         "bash", {"command": "echo $$ > shell.pid; echo started; sleep 30; echo never", "timeout": 1}
@@ -464,13 +449,13 @@ async def test_bash_timeout_kills_the_process_group_and_keeps_partial_output(ws:
 
 async def test_bash_default_timeout_comes_from_the_toolbox(ws: Path) -> None:
     started = time.monotonic()
-    result = await make_tools(ws, permission=allow_all, bash_timeout=0.5).run("bash", {"command": "sleep 30"})
+    result = await make_tools(ws, bash_timeout=0.5).run("bash", {"command": "sleep 30"})
     assert time.monotonic() - started < 5
     assert result.is_error and "timed out after 0.5s" in result.content
 
 
 async def test_cancelling_bash_kills_the_whole_process_group(ws: Path) -> None:
-    tools = make_tools(ws, permission=allow_all)
+    tools = make_tools(ws)
     task = asyncio.create_task(
         # The subshell is a separate process: killing only the top shell would leave it to write the marker.
         tools.run("bash", {"command": "echo $$ > shell.pid; (sleep 1; echo x > marker; sleep 30); echo done"})
@@ -487,7 +472,7 @@ async def test_cancelling_bash_kills_the_whole_process_group(ws: Path) -> None:
 
 
 async def test_background_process_holding_the_output_does_not_hang_bash(ws: Path) -> None:
-    tools = make_tools(ws, permission=allow_all)
+    tools = make_tools(ws)
     started = time.monotonic()
     result = await tools.run("bash", {"command": "echo $$ > shell.pid; sleep 30 & echo launched"})
     assert time.monotonic() - started < 4
@@ -497,7 +482,7 @@ async def test_background_process_holding_the_output_does_not_hang_bash(ws: Path
 
 
 async def test_bash_output_cap_keeps_head_and_tail(ws: Path) -> None:
-    tools = make_tools(ws, permission=allow_all, output_limit=1000)
+    tools = make_tools(ws, output_limit=1000)
     command = "printf HEAD; head -c 6000 /dev/zero | tr '\\0' x; printf TAIL"
     result = await tools.run("bash", {"command": command})
     body, status = result.content.rsplit("\n", 1)
@@ -509,7 +494,7 @@ async def test_bash_output_cap_keeps_head_and_tail(ws: Path) -> None:
 
 async def test_bash_output_cap_counts_chars_dropped_while_streaming(ws: Path) -> None:
     # 2 MB of two-byte characters far exceeds what the collector keeps for a 100-char limit.
-    tools = make_tools(ws, permission=allow_all, output_limit=100)
+    tools = make_tools(ws, output_limit=100)
     command = "printf START; yes é | head -n 700000 | tr -d '\\n'; printf END"
     result = await tools.run("bash", {"command": command})
     body = result.content.rsplit("\n", 1)[0]
@@ -530,7 +515,7 @@ async def test_bash_output_cap_counts_chars_dropped_while_streaming(ws: Path) ->
     ],
 )
 async def test_bash_bad_input_is_an_error(ws: Path, tool_input: dict[str, Any]) -> None:
-    result = await make_tools(ws, permission=allow_all).run("bash", tool_input)
+    result = await make_tools(ws).run("bash", tool_input)
     assert result.is_error and "\n" not in result.content
 
 
@@ -580,10 +565,7 @@ async def test_long_bash_output_is_saved_whole_in_the_archive(tmp_path: Path) ->
     """Nothing is lost: output clipped for the context is kept in full under the tool-results dir."""
     spill_dir = tmp_path / ".task_outputs" / "tool-results"
 
-    async def allow(name: str, tool_input: dict[str, Any]) -> bool:
-        return True
-
-    box = ToolBox(Workspace(tmp_path), permission=allow, output_limit=1_000, spill_dir=spill_dir)
+    box = ToolBox(Workspace(tmp_path), output_limit=1_000, spill_dir=spill_dir)
     script = "import sys\nfor i in range(5000): sys.stdout.write(f'line {i:05d} é\\n')\n"
     (tmp_path / "emit.py").write_text(script, encoding="utf-8")
     result = await box.run("bash", {"command": f"{sys.executable} emit.py"})

@@ -1,0 +1,30 @@
+"""The agent's tools: one module per tool (schema beside implementation), the workspace confinement,
+the shared result type and input checks, and the ToolBox registry that runs them by name."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from core.tools.base import ToolError, ToolOutput
+from core.tools.compact import COMPACT_TOOL_OUTPUT
+from core.tools.glob import GLOB_MAX_RESULTS, GLOB_SKIPPED_DIRS
+from core.tools.toolbox import PERMISSION_DENIED, ToolBox
+from core.tools.workspace import Workspace, WorkspaceError
+
+# Kept only so core/agent.py keeps importing until it asks for consent through events; the ToolBox
+# no longer takes or calls a permission callback.
+PermissionCallback = Callable[[str, dict[str, Any]], Awaitable[bool]]
+
+__all__ = [
+    "COMPACT_TOOL_OUTPUT",
+    "GLOB_MAX_RESULTS",
+    "GLOB_SKIPPED_DIRS",
+    "PERMISSION_DENIED",
+    "PermissionCallback",
+    "ToolBox",
+    "ToolError",
+    "ToolOutput",
+    "Workspace",
+    "WorkspaceError",
+]
