@@ -197,15 +197,14 @@ class BashTool:
     async def _pump(self, stream: asyncio.StreamReader, output: BoundedOutput, spill: Spill | None) -> None:
         spilling = False
         while chunk := await stream.read(_READ_CHUNK_BYTES):
+            if spill is not None:
+                if spilling:
+                    await spill.write(chunk)
+                elif output.total_bytes + len(chunk) > self.output_limit:
+                    # From here the text may be clipped: everything so far is still held, save it all.
+                    spilling = True
+                    await spill.write(output.held() + chunk)
             output.add(chunk)
-            if spill is None:
-                continue
-            if spilling:
-                await spill.write(chunk)
-            elif output.total_bytes > self.output_limit:
-                # From here the text may be clipped: everything so far is still held, save it all.
-                spilling = True
-                await spill.write(output.held())
 
 
 async def _wait_for_exit(process: asyncio.subprocess.Process, seconds: float) -> None:

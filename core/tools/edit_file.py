@@ -8,9 +8,9 @@ from typing import Any
 
 from core.tools.base import ToolError, ToolOutput, require_str
 from core.tools.diff import bounded_diff
-from core.tools.fileio import existing_mode, locate_for_write, read_regular, replace_atomic
+from core.tools.fileio import existing_mode, locate_for_write, read_regular, refuse_protected, replace_atomic
 from core.tools.text import binary_kind, decode_text, describe_binary
-from core.tools.workspace import Workspace
+from core.tools.workspace import Workspace, WorkspaceError
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,9 @@ class EditFileTool:
         path = require_str(tool_input, "path")
         old_text = require_str(tool_input, "old_text", allow_empty=False)
         new_text = require_str(tool_input, "new_text")
+        refuse_protected(tuple(part for part in path.split("/") if part not in ("", ".")))
         found = read_regular(self.workspace, path, self.byte_limit)
+        refuse_protected(tuple(found.shown.split("/")))
         kind = binary_kind(found.data)
         if kind is not None:
             raise ToolError(f"{found.shown} is a {describe_binary(len(found.data), kind)}; edit_file edits text only.")
@@ -91,7 +93,7 @@ class EditFileTool:
     async def preview(self, tool_input: dict[str, Any]) -> str:
         try:
             edit = await asyncio.to_thread(self._plan, tool_input)
-        except ToolError as error:
+        except (ToolError, WorkspaceError) as error:
             return f"(this edit would fail: {error})"
         return bounded_diff(edit.before, edit.after, edit.shown)
 
