@@ -350,6 +350,10 @@ def test_segment_matcher_agrees_with_fnmatch(segment: str, name: str) -> None:
 # -- 10. names and bytes ---------------------------------------------------------------------
 
 
+def raw_path(root: Path, name: bytes) -> Path:
+    return root / os.fsdecode(name)
+
+
 async def test_undecodable_file_names_are_escaped_visibly(ws: Path) -> None:
     os.close(os.open(os.fsencode(ws) + b"/caf\xe9.txt", os.O_CREAT | os.O_WRONLY, 0o644))
     (ws / "plain.txt").write_text("")
@@ -359,6 +363,11 @@ async def test_undecodable_file_names_are_escaped_visibly(ws: Path) -> None:
     lines = listed.content.splitlines()
     assert lines[0] == "caf\\xe9.txt" and lines[1] == "plain.txt"
     assert "\\xNN" in lines[-1]
+    raw_path(ws, b"caf\xe9.txt").write_bytes(b"by its shown name\n")
+    assert await box.run("read_file", {"path": "caf\\xe9.txt"}) == ToolOutput("by its shown name\n")
+    edited = await box.run("edit_file", {"path": "caf\\xe9.txt", "old_text": "shown", "new_text": "escaped"})
+    assert not edited.is_error and "caf\\xe9.txt" in edited.content
+    assert raw_path(ws, b"caf\xe9.txt").read_bytes() == b"by its escaped name\n"
     shown = await box.run("bash", {"command": "ls"})
     shown.content.encode("utf-8")
     assert "caf" in shown.content
@@ -508,6 +517,9 @@ async def test_preview_of_a_replacement_and_an_edit_shows_the_change(ws: Path) -
         assert "--- a/app.py" in preview and "+++ b/app.py" in preview
         assert "-b = 2\n" in preview and "+b = 20\n" in preview and " a = 1\n" in preview
     assert (ws / "app.py").read_text() == "a = 1\nb = 2\nc = 3\n"
+    (ws / ".git").mkdir()
+    refused = await box.permission_preview("write_file", {"path": ".git/config", "content": "x"})
+    assert "Refusing to write" in refused
     failing = await box.permission_preview("edit_file", {"path": "app.py", "old_text": "zzz", "new_text": "y"})
     assert "would fail" in failing and "not found" in failing
     assert await box.permission_preview("bash", {"command": "rm -rf /"}) == ""

@@ -8,6 +8,7 @@ in its environment. Only cancellation propagates out of `run`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -100,16 +101,25 @@ class BashTool:
             timeout = self.max_timeout
 
         tag = new_run_tag()
-        process = await asyncio.create_subprocess_shell(
-            command,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            cwd=self.workspace.root,
-            env=tool_environment(os.environ, tag),
-            start_new_session=True,
-            executable=self._shell,
+        starting = asyncio.ensure_future(
+            asyncio.create_subprocess_shell(
+                command,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                cwd=self.workspace.root,
+                env=tool_environment(os.environ, tag),
+                start_new_session=True,
+                executable=self._shell,
+            )
         )
+        try:
+            process = await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            # Cancelled while the shell was starting: it may already run, so let it start, then kill it.
+            with contextlib.suppress(Exception):
+                kill_tree((await starting).pid, tag)
+            raise
         output = BoundedOutput(self.output_limit)
         spill = (
             Spill(self.spill_dir, self.workspace.root, self.spill_byte_limit) if self.spill_dir is not None else None

@@ -131,6 +131,21 @@ def display_name(name: str) -> tuple[str, bool]:
     return shown, count > 0
 
 
+_ESCAPED_BYTE = re.compile(r"\\x([0-9a-f]{2})")
+
+
+def unescape_name(shown: str) -> str:
+    """The name `display_name` showed as `shown` (its `\\xNN` escapes turned back into bytes)."""
+
+    def back(match: re.Match[str]) -> str:
+        code = int(match.group(1), 16)
+        if code >= 0x80:
+            return chr(0xDC00 + code)
+        return chr(code) if code < 0x20 or code == 0x7F else match.group()
+
+    return _ESCAPED_BYTE.sub(back, shown)
+
+
 def valid_utf8(text: str) -> str:
     """`text` with any lone surrogate shown as a visible escape, so it always encodes as UTF-8."""
     return _SURROGATE.sub(_escape, text)
@@ -138,5 +153,5 @@ def valid_utf8(text: str) -> str:
 
 NAME_ESCAPE_NOTE = (
     "[names with bytes that are not UTF-8 or control characters are shown with \\xNN escapes; "
-    "reach such files with bash, e.g. $'\\xNN']"
+    "read_file and edit_file accept such names as shown, and bash reaches them as $'\\xNN']"
 )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.tools.base import not_relative, one_line
+from core.tools.text import unescape_name
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 MAX_SYMLINKS = 40
@@ -77,6 +78,25 @@ def _readlink(name: str, dir_fd: int) -> str | None:
         return os.readlink(name, dir_fd=dir_fd)
     except (OSError, ValueError):
         return None
+
+
+def _shown_name(part: str, dir_fd: int) -> str:
+    """`part`, or the real name it shows with `\\xNN` escapes (as glob lists it) when only that exists."""
+    if "\\x" not in part:
+        return part
+    real = unescape_name(part)
+    if real == part:
+        return part
+    try:
+        os.lstat(part, dir_fd=dir_fd)
+        return part
+    except OSError:
+        pass
+    try:
+        os.lstat(real, dir_fd=dir_fd)
+    except (OSError, ValueError):
+        return part
+    return real
 
 
 class Workspace:
@@ -142,6 +162,7 @@ class Workspace:
                     continue
                 here = fds[-1]
                 last = not any(rest not in ("", ".") for rest in pending)
+                part = _shown_name(part, here)
                 try:
                     fd = os.open(part, DIR_FLAGS, dir_fd=here)
                 except FileNotFoundError:
