@@ -385,6 +385,7 @@ async def test_undecodable_file_names_are_escaped_visibly(ws: Path) -> None:
         (b"\x7fELF\x02\x01\x01" + b"\x00" * 50, "ELF executable"),
         (b"some\x00binary\x00data", None),
     ],
+    ids=["png", "jpeg", "gif", "pdf", "zip", "gzip", "elf", "nul-bytes"],
 )
 async def test_binary_files_are_named_not_dumped(ws: Path, data: bytes, kind: str | None) -> None:
     (ws / "blob").write_bytes(data)
