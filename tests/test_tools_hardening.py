@@ -532,3 +532,10 @@ async def test_preview_of_a_huge_change_is_cut_with_a_visible_line(ws: Path) -> 
     lines = preview.splitlines()
     assert len(lines) <= 401
     assert "more diff lines" in lines[-1] and "4,6" in lines[-1]
+
+
+async def test_preview_of_one_giant_line_shows_its_start_clipped(ws: Path) -> None:
+    preview = await tools(ws).permission_preview("write_file", {"path": "min.js", "content": "x" * 1_000_000})
+    added = [line for line in preview.splitlines() if line.startswith("+x")]
+    assert len(added) == 1 and "line clipped: 1,000," in added[0]
+    assert len(preview) < 3_000

@@ -6,6 +6,7 @@ import difflib
 
 MAX_DIFF_LINES = 400
 MAX_DIFF_CHARS = 40_000
+MAX_DIFF_LINE_CHARS = 2_000  # a longer line (minified code) is shown clipped, saying so
 MAX_DIFFED_LINES = 20_000  # beyond this many lines on a side, difflib gets slow: summarise instead
 
 
@@ -33,6 +34,8 @@ def bounded_diff(old: str | None, new: str, shown: str) -> str:
     kept: list[str] = []
     used = 0
     for line in diff:
+        if len(line) > MAX_DIFF_LINE_CHARS:
+            line = f"{line[:MAX_DIFF_LINE_CHARS]} [... line clipped: {len(line):,} chars in all]\n"
         if len(kept) >= MAX_DIFF_LINES or used + len(line) > MAX_DIFF_CHARS:
             break
         kept.append(line if line.endswith("\n") else line + "\n")
