@@ -66,13 +66,6 @@ and its details are no longer needed."""
 DEFAULT_MAX_STEPS = 50
 
 
-def denied_output(tool: str) -> ToolOutput:
-    """What the model reads when the user refused a tool call."""
-    if tool == "bash":
-        return ToolOutput(PERMISSION_DENIED, is_error=True)
-    return ToolOutput(f"Permission denied: the user did not allow this {tool} call.", is_error=True)
-
-
 @dataclass
 class _Turn:
     """What one turn has done so far: the batch being answered, the final text, how it ended."""
@@ -391,7 +384,7 @@ class Agent:
                     self.allowed_for_session.add(name)
                 allowed = choice in ("once", "session")
             started = time.monotonic()
-            output = await self.toolbox.run(name, tool_input) if allowed else denied_output(name)
+            output = await self.toolbox.run(name, tool_input) if allowed else ToolOutput(PERMISSION_DENIED, is_error=True)
             elapsed = time.monotonic() - started
             if name == "compact" and output.content == COMPACT_TOOL_OUTPUT:
                 compact_requested = True
@@ -627,4 +620,4 @@ def make_model(settings: Settings) -> Model:
     )
 
 
-__all__ = ["PERMISSION_CHOICES", "Agent", "denied_output", "make_model"]
+__all__ = ["PERMISSION_CHOICES", "Agent", "make_model"]

@@ -22,6 +22,7 @@ import itertools
 import json
 import os
 import re
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -40,6 +41,49 @@ MANIFEST_NAME = ".manifest"  # no .jsonl or .txt suffix: globs for archive files
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_ID_CHARS = 80
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+_GITIGNORE = ".gitignore"
+
+
+def make_private_dir(path: Path, base: Path) -> None:
+    """Create `path` and its missing parents below `base` as private ctxtui directories.
+
+    Each directory between `base` (exclusive) and `path` (inclusive) is made 0700 (tightened if it
+    already exists); the top one (e.g. `.task_outputs/`) holds a `.gitignore` of `*`, which keeps
+    it and everything below out of the user's `git status` (nested ones need none). A
+    symlink on the way is left alone (callers refuse directories that lead elsewhere). Synchronous;
+    raises OSError.
+    """
+    if not Path(path).is_relative_to(base):
+        raise ValueError(f"{path} is not inside {base}")
+    chain: list[Path] = []
+    current = Path(path)
+    while current != base:
+        chain.append(current)
+        current = current.parent
+    for folder in reversed(chain):
+        try:
+            os.mkdir(folder, PRIVATE_DIR_MODE)
+        except FileExistsError:
+            pass
+        info = os.lstat(folder)
+        if not stat.S_ISDIR(info.st_mode):
+            return
+        if stat.S_IMODE(info.st_mode) != PRIVATE_DIR_MODE:
+            os.chmod(folder, PRIVATE_DIR_MODE)
+        ignore = folder / _GITIGNORE
+        if folder.parent == base and not os.path.lexists(ignore):
+            with contextlib.suppress(FileExistsError):
+                fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+                with os.fdopen(fd, "w") as handle:
+                    handle.write("*\n")
+
+
+def private_opener(path: str, flags: int) -> int:
+    """An `opener` for open()/aiofiles.open() that creates files 0600."""
+    return os.open(path, flags, PRIVATE_FILE_MODE)
 
 
 class ArchiveError(Exception):
@@ -139,7 +183,7 @@ class Archive:
         """`_store_new` for a worker thread (plain os calls)."""
         temp = target.with_name(f".{target.name}.{os.getpid()}.{next(self._counter)}.tmp")
         try:
-            with open(temp, "xb") as handle:
+            with open(temp, "xb", opener=private_opener) as handle:
                 handle.write(data)
             try:
                 os.link(temp, target)
@@ -190,7 +234,7 @@ class Archive:
         await self._ensure_dir(target.parent)
         temp = target.with_name(f".{target.name}.{os.getpid()}.{next(self._counter)}.tmp")
         try:
-            async with aiofiles.open(temp, "xb") as handle:
+            async with aiofiles.open(temp, "xb", opener=private_opener) as handle:
                 await handle.write(data)
             try:
                 await aiofiles.os.link(temp, target)
@@ -216,7 +260,7 @@ class Archive:
         if folder in self._ready_dirs:
             return
         try:
-            await aiofiles.os.makedirs(folder, exist_ok=True)
+            await asyncio.to_thread(make_private_dir, folder, self.workdir)
         except OSError as error:
             raise ArchiveError(f"cannot create archive directory {self.relative(folder)}: {error_line(error)}") from error
         if not self._root_is_plain(folder):

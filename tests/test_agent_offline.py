@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from permission_helpers import give_policy, run
+from permission_helpers import answered, give_policy, run
 
 from core.agent import Agent
 from core.compaction import CompactionSettings
@@ -180,6 +180,10 @@ class ScriptedModel:
         pass
 
 
+async def allow_writes(tool_name: str, tool_input: dict[str, Any]) -> bool:
+    return tool_name in ("write_file", "edit_file")
+
+
 async def test_compact_tool_runs_after_the_whole_batch(agents: list[Agent], tmp_path: Path) -> None:
     model = ScriptedModel([
         [
@@ -191,7 +195,7 @@ async def test_compact_tool_runs_after_the_whole_batch(agents: list[Agent], tmp_
         ],
         [{"type": "text", "text": "Compacted; the notes are saved."}],
     ])
-    agent = make(agents, tmp_path, model=model)
+    agent = make(agents, tmp_path, permission=allow_writes, model=model)
     events = await run(agent, "save my notes and compact")
     assert of(events, TurnFinished)[0].error is None
     assert not of(events, ErrorEvent)
@@ -318,7 +322,7 @@ async def test_demo_session_fires_every_step_and_keeps_the_history_valid(
     kinds: set[str] = set()
     checked = 0
     for command in DEMO_COMMANDS:
-        async for event in agent.run_turn(command):
+        async for event in answered(agent, agent.run_turn(command)):
             if isinstance(event, CompactionStep):
                 steps.append(event.step)
             if isinstance(event, HistoryChanged):  # an intermediate history

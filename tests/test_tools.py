@@ -219,12 +219,14 @@ async def test_write_to_a_directory_is_an_error(ws: Path) -> None:
     assert result.is_error and "directory" in result.content
 
 
-async def test_read_non_utf8_file_gives_replacement_characters(ws: Path) -> None:
+async def test_read_non_utf8_file_is_decoded_whole_and_says_which_encoding(ws: Path) -> None:
+    # Issue 8 item 10: no mojibake without a notice. The bytes are kept (as cp1252), and said so.
     (ws / "binary.dat").write_bytes(b"ok \xff\xfe\x80 end\n")
     result = await make_tools(ws).run("read_file", {"path": "binary.dat"})
     assert not result.is_error
     assert result.content.startswith("ok ")
-    assert "\ufffd" in result.content and result.content.endswith(" end\n")
+    body, note = result.content.rsplit("\n", 1)
+    assert body == "ok ÿþ€ end" and "cp1252" in note
 
 
 async def test_read_file_truncates_and_pages_with_offset(ws: Path) -> None:
@@ -397,12 +399,20 @@ async def test_glob_caps_the_number_of_results(ws: Path) -> None:
 # -- bash ------------------------------------------------------------------------------------
 
 
-def test_bash_needs_the_users_consent_and_the_file_tools_do_not_yet(ws: Path) -> None:
-    """The agent asks (PermissionRequested) before a call for which the toolbox says so."""
+def test_bash_write_and_edit_need_permission_and_the_rest_do_not(ws: Path) -> None:
     tools = make_tools(ws)
     assert tools.needs_permission("bash", {"command": "touch ran"})
-    for name in ("read_file", "glob", "compact"):
-        assert not tools.needs_permission(name, {})
+    assert tools.needs_permission("write_file", {"path": "a.txt", "content": "x"})
+    assert tools.needs_permission("edit_file", {"path": "a.txt", "old_text": "x", "new_text": "y"})
+    for name in ["read_file", "glob", "compact", "rm_rf"]:
+        assert not tools.needs_permission(name, {}), name
+
+
+async def test_run_never_asks_the_toolbox_only_runs_what_the_agent_allowed(ws: Path) -> None:
+    """Consent is the agent's job: run executes a call it is given."""
+    result = await make_tools(ws).run("bash", {"command": "touch ran"})
+    assert result == ToolOutput("(no output)\n[exit code 0]")
+    assert (ws / "ran").exists()
 
 
 async def test_bash_runs_in_the_workspace_and_reports_the_exit_code(ws: Path) -> None:
@@ -554,6 +564,7 @@ def test_schemas_describe_every_tool(ws: Path) -> None:
 async def test_long_bash_output_is_saved_whole_in_the_archive(tmp_path: Path) -> None:
     """Nothing is lost: output clipped for the context is kept in full under the tool-results dir."""
     spill_dir = tmp_path / ".task_outputs" / "tool-results"
+
     box = ToolBox(Workspace(tmp_path), output_limit=1_000, spill_dir=spill_dir)
     script = "import sys\nfor i in range(5000): sys.stdout.write(f'line {i:05d} é\\n')\n"
     (tmp_path / "emit.py").write_text(script, encoding="utf-8")

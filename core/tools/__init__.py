@@ -1,0 +1,22 @@
+"""The agent's tools: one module per tool (schema beside implementation), the workspace confinement,
+the shared result type and input checks, and the ToolBox registry that runs them by name."""
+
+from __future__ import annotations
+
+from core.tools.base import ToolError, ToolOutput
+from core.tools.compact import COMPACT_TOOL_OUTPUT
+from core.tools.glob import GLOB_MAX_RESULTS, GLOB_SKIPPED_DIRS
+from core.tools.toolbox import PERMISSION_DENIED, ToolBox
+from core.tools.workspace import Workspace, WorkspaceError
+
+__all__ = [
+    "COMPACT_TOOL_OUTPUT",
+    "GLOB_MAX_RESULTS",
+    "GLOB_SKIPPED_DIRS",
+    "PERMISSION_DENIED",
+    "ToolBox",
+    "ToolError",
+    "ToolOutput",
+    "Workspace",
+    "WorkspaceError",
+]
