@@ -33,12 +33,13 @@ SESSION_SUFFIX = ".jsonl"
 
 Message = dict[str, Any]
 
-# Content block types a Messages API history may hold (what ctxtui writes, and what the API returns).
-KNOWN_BLOCK_TYPES = frozenset({
-    "text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking",
-    "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "search_result",
-    "code_execution_tool_result", "mcp_tool_use", "mcp_tool_result", "container_upload",
+# Content block types a Messages API history may hold, by role (what ctxtui writes, what the API returns).
+USER_BLOCK_TYPES = frozenset({"text", "image", "document", "tool_result", "search_result", "container_upload"})
+ASSISTANT_BLOCK_TYPES = frozenset({
+    "text", "tool_use", "thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result",
+    "web_fetch_tool_result", "code_execution_tool_result", "mcp_tool_use", "mcp_tool_result",
 })
+KNOWN_BLOCK_TYPES = USER_BLOCK_TYPES | ASSISTANT_BLOCK_TYPES
 _REQUIRED_KEYS: dict[str, tuple[tuple[str, type], ...]] = {
     "text": (("text", str),),
     "tool_use": (("id", str), ("name", str), ("input", dict)),
@@ -67,7 +68,9 @@ def valid_message(message: Any) -> bool:
     content = message.get("content")
     if isinstance(content, str):
         return True
-    return isinstance(content, list) and bool(content) and all(valid_block(block) for block in content)
+    allowed = USER_BLOCK_TYPES if message["role"] == "user" else ASSISTANT_BLOCK_TYPES
+    return (isinstance(content, list) and bool(content)
+            and all(valid_block(block) and block["type"] in allowed for block in content))
 
 
 def session_id(path: Path) -> str:
