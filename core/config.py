@@ -141,10 +141,11 @@ def _validate_layer(values: dict[str, Any], where: str, key_name: Any) -> dict[s
     from pydantic import ValidationError
 
     top, _ = _models()
+    hints = {**get_type_hints(Settings), **get_type_hints(CompactionSettings)}
     for key, value in _walk(values):
-        if isinstance(value, bool):  # pydantic would take true for 1
-            if key[-1] in COMPACTION_FIELDS or key[-1] in TOP_LEVEL_FIELDS:
-                raise ConfigError(f"{where}: {key_name(key)} {_expected({'type': 'int', 'input': value})}")
+        if isinstance(value, bool) and hints.get(key[-1]) in (int, float):  # pydantic would take true for 1
+            kind = "int" if hints[key[-1]] is int else "float"
+            raise ConfigError(f"{where}: {key_name(key)} {_expected({'type': kind, 'input': value})}")
     try:
         validated = top.model_validate(values)
     except ValidationError as error:

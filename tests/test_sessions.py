@@ -9,6 +9,7 @@ import shutil
 import stat
 import subprocess
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,45 +78,48 @@ async def test_a_short_write_is_truncated_before_the_retry(tmp_path: Path, monke
     assert SessionLog.load(log.path) == messages
 
 
-def _can_mount_tmpfs(target: Path) -> bool:
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        return False
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(target)],
-                            capture_output=True, timeout=10)
-    return result.returncode == 0
-
-
-async def test_a_full_tmpfs_loses_no_record(tmp_path: Path) -> None:
+@pytest.fixture
+def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 256 KB tmpfs (a disk that really fills up), or a skip where the machine does not allow it."""
     disk = tmp_path / "disk"
     disk.mkdir()
-    if not _can_mount_tmpfs(disk):
-        pytest.skip("needs root and a tmpfs mount (mount -t tmpfs) for a real full disk")
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("needs root and mount(8) for a tmpfs that fills up")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)],
+                             capture_output=True, timeout=10)
+    if mounted.returncode != 0:
+        pytest.skip(f"mount -t tmpfs is not allowed here: {mounted.stderr.decode(errors='replace').strip()}")
     try:
-        log = SessionLog.create(disk, {"model": "offline"})
-        await log.flush()
-        filler = disk / "filler"
-        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)  # fill the disk, then free a few KB
-        try:
-            with pytest.raises(OSError):
-                while True:
-                    os.write(fd, b"x" * 4096)
-        finally:
-            os.close(fd)
-        os.truncate(filler, max(filler.stat().st_size - 3000, 0))
-        big = [{"role": "user", "content": f"request {n} " + "y" * 900} for n in range(8)]
-        for message in big:
-            log.message(message)
-        await log.flush()
-        assert log.error is not None  # it did not fit
-        filler.unlink()
-        log.message({"role": "assistant", "content": [{"type": "text", "text": "after the disk was freed"}]})
-        await log.flush()
-        assert log.error is None
-        for line in log.path.read_text(encoding="utf-8").splitlines():
-            json.loads(line)
-        assert SessionLog.load(log.path)[: len(big)] == big
+        yield disk
     finally:
         subprocess.run(["umount", str(disk)], capture_output=True, timeout=10)
+
+
+async def test_a_full_tmpfs_loses_no_record(small_tmpfs: Path) -> None:
+    disk = small_tmpfs
+    log = SessionLog.create(disk, {"model": "offline"})
+    await log.flush()
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)  # fill the disk, then free a few KB
+    try:
+        with pytest.raises(OSError):
+            while True:
+                os.write(fd, b"x" * 4096)
+    finally:
+        os.close(fd)
+    os.truncate(filler, max(filler.stat().st_size - 3000, 0))
+    big = [{"role": "user", "content": f"request {n} " + "y" * 900} for n in range(8)]
+    for message in big:
+        log.message(message)
+    await log.flush()
+    assert log.error is not None  # it did not fit
+    filler.unlink()
+    log.message({"role": "assistant", "content": [{"type": "text", "text": "after the disk was freed"}]})
+    await log.flush()
+    assert log.error is None
+    for line in log.path.read_text(encoding="utf-8").splitlines():
+        json.loads(line)
+    assert SessionLog.load(log.path)[: len(big)] == big
 
 
 async def test_session_files_are_private(tmp_path: Path) -> None:
