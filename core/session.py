@@ -137,10 +137,16 @@ class SessionLog:
 
     @staticmethod
     def latest(state_dir: Path) -> Path | None:
-        """The newest session that replays to a valid, non-empty history (what `--resume` takes)."""
-        for info in list_sessions(state_dir):
-            if info.resumable:
-                return info.path
+        """The newest session that replays to a valid, non-empty history (what `--resume` takes).
+
+        Files are tried newest first and replayed one by one, so the usual case reads one file.
+        """
+        for path in _session_files_newest_first(state_dir):
+            try:
+                if SessionLog.replay(path).valid:
+                    return path
+            except OSError:
+                continue
         return None
 
     # --- writing ----------------------------------------------------------------------------------
@@ -325,13 +331,22 @@ def session_info(path: Path) -> SessionInfo | None:
     )
 
 
-def list_sessions(state_dir: Path) -> list[SessionInfo]:
-    """The sessions under `state_dir`, newest (last active) first."""
+def _session_files_newest_first(state_dir: Path) -> list[Path]:
     folder = state_dir / SESSIONS_DIR
     if not folder.is_dir():
         return []
-    infos = [info for path in folder.glob(f"{SESSION_PREFIX}*{SESSION_SUFFIX}") if (info := session_info(path))]
-    return sorted(infos, key=lambda info: (info.last_active, info.path.name), reverse=True)
+    stamped: list[tuple[float, str, Path]] = []
+    for path in folder.glob(f"{SESSION_PREFIX}*{SESSION_SUFFIX}"):
+        try:
+            stamped.append((path.stat().st_mtime, path.name, path))
+        except OSError:
+            continue
+    return [path for _, _, path in sorted(stamped, reverse=True)]
+
+
+def list_sessions(state_dir: Path) -> list[SessionInfo]:
+    """The sessions under `state_dir`, newest (last active) first."""
+    return [info for path in _session_files_newest_first(state_dir) if (info := session_info(path))]
 
 
 def find_session(state_dir: Path, wanted: str) -> Path | None:

@@ -243,3 +243,50 @@ def test_serve_without_the_extra_says_how_to_get_it(tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == ["ctxtui: --serve needs textual-serve: pip install 'ctxtui[serve]'"]
+
+
+class _AppThatQuitsAtOnce:
+    """Stands in for CtxApp: the test is about what the command says after the app has exited."""
+
+    return_code = 0
+
+    def __init__(self, agent: object, demo_commands: list[str] | None = None) -> None:
+        self.agent = agent
+
+    def run(self) -> None:
+        return None
+
+
+def test_demo_says_where_its_workdir_is_kept_at_exit(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import tempfile
+
+    import tui.app
+    import tui.cli
+
+    monkeypatch.setattr(tui.app, "CtxApp", _AppThatQuitsAtOnce)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert tui.cli.main(["--demo"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    kept = [line for line in lines if "demo's workdir is kept at" in line]
+    assert len(kept) == 1
+    path = Path(kept[0].split(" kept at ")[1].split(" (")[0])
+    assert path.is_dir() and path.parent == tmp_path
+
+
+def test_the_tui_says_at_exit_when_the_session_was_not_saved(monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path) -> None:
+    import tui.app
+    import tui.cli
+
+    class _AppWhoseLogFails(_AppThatQuitsAtOnce):
+        def run(self) -> None:
+            self.agent.session.error = "cannot write session log X: disk full"  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(tui.app, "CtxApp", _AppWhoseLogFails)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert tui.cli.main(["--offline", "--workdir", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "this session was not saved completely: cannot write session log X: disk full" in err
