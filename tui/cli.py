@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(config, suppress=True)
     inspect = commands.add_parser("inspect", help="read a transcript, session, messages or Claude Code file")
     inspect.add_argument("file", type=Path, help="a .jsonl session or transcript, or a .json list of messages / request body")
-    inspect.add_argument("--report", action="store_true", help="print totals, breakdown and the dry run (no TUI)")
+    inspect.add_argument("--report", action="store_true", help="print totals, breakdown and the dry run instead of opening the read-only inspector")
     _common(inspect, suppress=True)
     return parser
 
@@ -233,9 +233,13 @@ def run_inspect(args: argparse.Namespace) -> int:
         inspected = load_file(args.file)
     except InspectError as error:
         raise UsageError(str(error)) from error
-    if not args.report:
-        _print_err("ctxtui: the read-only inspector TUI is not built yet; showing the report (--report)")
     data = asyncio.run(report(inspected, config.compaction))
+    if not args.report:
+        from tui.inspect_app import InspectApp
+
+        app = InspectApp(inspected, data)
+        app.run()
+        return app.return_code or EXIT_OK
     if args.output_format == "json":
         print(json.dumps(data, ensure_ascii=True, default=str), flush=True)
     else:
