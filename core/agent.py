@@ -45,7 +45,7 @@ from core.events import (
 from core.history import interrupted_result, splice_between, text_of
 from core.markers import parse_marker
 from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, Retrying, TextChunk
-from core.session import SessionLog
+from core.session import SessionLog, resume_path
 from core.steering import Compaction, SteeringError, drop_result, restore_result, undo
 from core.tokens import TokenCounter
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput, Workspace
@@ -149,7 +149,7 @@ class Agent:
         messages: list[Message] = []
         resumed = None
         if settings.resume:
-            latest = SessionLog.latest(settings.state_dir)
+            latest = resume_path(settings.state_dir, settings.resume_id)
             if latest is not None:
                 messages = SessionLog.load(latest)
                 resumed = str(latest)

@@ -1,15 +1,33 @@
-"""Run-time settings: where to work, which model, how patient to be. Read from flags and env."""
+"""Run-time settings: where to work, which model, how patient to be, and the pipeline's thresholds.
+
+Settings come from four layers, the first that sets a value wins: command-line flags, `CTXTUI_*`
+environment variables, the config file (`$XDG_CONFIG_HOME/ctxtui/config.toml`, default
+`~/.config/ctxtui/config.toml`, read with pydantic-settings' TOML source), and the defaults.
+Every layer is validated by one pydantic model, so an error names its layer, the key and what the
+key expects, in one line; `resolve_config` also remembers where each value came from, which
+`ctxtui config` prints.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
+import tempfile
+import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 from core.compaction import CompactionSettings
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # the newest Sonnet the installed SDK lists
+DEFAULT_THEME = "textual-dark"
+ENV_PREFIX = "CTXTUI_"
+APP_NAME = "ctxtui"
+CONFIG_FILE = "config.toml"
 
 
 def default_model() -> str:
@@ -30,6 +48,7 @@ class Settings:
     offline: bool = False
     yes: bool = False
     resume: bool = False
+    resume_id: str | None = None  # `--resume ID`: that session instead of the newest valid one
     max_tokens: int = 8_000
     bash_timeout: float = 120.0
     tool_output_limit: int = 200_000
@@ -38,6 +57,8 @@ class Settings:
     max_retries: int = 2
     retry_after_cap: float = 10.0
     offline_chunk_delay: float = 0.0
+    theme: str = DEFAULT_THEME
+    summary_instructions: str = ""  # added to every summary request
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
 
     @property
@@ -51,34 +72,329 @@ class Settings:
         return self.workdir / ".ctxtui"
 
 
-ENV_PREFIX = "CTXTUI_"
+# --- what the config file and the environment may set ---------------------------------------------
+
+TOP_LEVEL_HELP: dict[str, str] = {
+    "model": "model name (ANTHROPIC_MODEL is read too, below CTXTUI_MODEL)",
+    "theme": "the Textual theme of the TUI (the palette saves it here)",
+    "bash_timeout": "seconds a bash command may run",
+    "tool_output_limit": "characters of tool output kept in a result",
+    "read_line_limit": "lines read_file returns at most",
+    "max_tokens": "max_tokens of each model call",
+    "summary_instructions": "text added to every summary request",
+}
+TOP_LEVEL_FIELDS: tuple[str, ...] = tuple(TOP_LEVEL_HELP)
+COMPACTION_FIELDS: tuple[str, ...] = tuple(item.name for item in fields(CompactionSettings))
 
 
-def _convert(name: str, raw: str, current: Any) -> Any:
+def compaction_defaults() -> dict[str, Any]:
+    return dataclasses.asdict(CompactionSettings())
+
+
+def top_level_defaults() -> dict[str, Any]:
+    base = Settings(workdir=Path("."), model=DEFAULT_MODEL)
+    return {name: getattr(base, name) for name in TOP_LEVEL_FIELDS}
+
+
+@cache
+def _models() -> tuple[Any, Any]:
+    """The pydantic models of one layer (every key optional, unknown keys refused); built lazily."""
+    from pydantic import ConfigDict, create_model
+
+    strict_config = ConfigDict(extra="forbid")
+    hints = get_type_hints(CompactionSettings)
+    compaction = create_model(  # type: ignore[call-overload]
+        "CompactionConfig", __config__=strict_config,
+        **{name: (hints[name] | None, None) for name in COMPACTION_FIELDS},
+    )
+    top_hints = get_type_hints(Settings)
+    top = create_model(  # type: ignore[call-overload]
+        "FileConfig", __config__=strict_config,
+        compaction=(compaction | None, None),
+        **{name: (top_hints[name] | None, None) for name in TOP_LEVEL_FIELDS},
+    )
+    return top, compaction
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used: one line naming where it came from, the key and what is expected."""
+
+
+def _expected(error: Mapping[str, Any]) -> str:
+    kind = str(error.get("type", ""))
+    got = error.get("input")
+    if kind == "extra_forbidden":
+        return "is not a setting"
+    if kind.startswith("int") or kind == "int_type":
+        return f"needs a whole number, got {got!r}"
+    if kind.startswith("float") or kind == "float_type":
+        return f"needs a number, got {got!r}"
+    if kind.startswith("string") or kind == "str_type":
+        return f"needs a string, got {got!r}"
+    if kind in ("model_type", "dict_type"):
+        return "needs a table"
+    return f"{error.get('msg', 'is not valid')}, got {got!r}"
+
+
+def _validate_layer(values: dict[str, Any], where: str, key_name: Any) -> dict[str, Any]:
+    """Validate one layer's values; returns them converted (e.g. "80000" -> 80000)."""
+    from pydantic import ValidationError
+
+    top, _ = _models()
+    hints = {**get_type_hints(Settings), **get_type_hints(CompactionSettings)}
+    for key, value in _walk(values):
+        if isinstance(value, bool) and hints.get(key[-1]) in (int, float):  # pydantic would take true for 1
+            kind = "int" if hints[key[-1]] is int else "float"
+            raise ConfigError(f"{where}: {key_name(key)} {_expected({'type': kind, 'input': value})}")
     try:
-        return float(raw) if isinstance(current, float) else int(raw.replace("_", ""))
+        validated = top.model_validate(values)
+    except ValidationError as error:
+        first = error.errors()[0]
+        key = tuple(str(part) for part in first.get("loc", ()))
+        unknown = first.get("type") == "extra_forbidden"
+        hint = ""
+        if unknown:
+            known = COMPACTION_FIELDS if key[:1] == ("compaction",) else (*TOP_LEVEL_FIELDS, "[compaction]")
+            hint = f" (known: {', '.join(known)})"
+        raise ConfigError(f"{where}: {key_name(key)} {_expected(first)}{hint}") from None
+    return validated.model_dump(exclude_none=True, exclude_unset=True)
+
+
+def _walk(values: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    items: list[tuple[tuple[str, ...], Any]] = []
+    for key, value in values.items():
+        if isinstance(value, Mapping):
+            items.extend(_walk(value, (*prefix, key)))
+        else:
+            items.append(((*prefix, key), value))
+    return items
+
+
+# --- the layers -------------------------------------------------------------------------------------
+
+
+def config_path(environ: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_CONFIG_HOME/ctxtui/config.toml`, else the platform's user config dir (~/.config/ctxtui)."""
+    environ = os.environ if environ is None else environ
+    xdg = environ.get("XDG_CONFIG_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / APP_NAME / CONFIG_FILE
+    import platformdirs
+
+    return platformdirs.user_config_path(APP_NAME, appauthor=False) / CONFIG_FILE
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The file layer (empty when there is no file), validated; ConfigError names the file and the key."""
+    if not path.is_file():
+        return {}
+    from pydantic_settings import BaseSettings, TomlConfigSettingsSource
+
+    class _FileOnly(BaseSettings):
+        pass
+
+    try:
+        raw = TomlConfigSettingsSource(_FileOnly, toml_file=path)()
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"config file {path}: not valid TOML: {error}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"config file {path}: cannot be read: {error}") from None
+    return _validate_layer(dict(raw), f"config file {path}", lambda key: ".".join(key))
+
+
+def env_name(key: tuple[str, ...]) -> str:
+    """The variable that sets a key: CTXTUI_<FIELD> for top-level and compaction fields alike."""
+    return ENV_PREFIX + key[-1].upper()
+
+
+def read_environment(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
+    """The environment layer (`CTXTUI_<FIELD>`, and ANTHROPIC_MODEL below CTXTUI_MODEL), with the variable of each key."""
+    values: dict[str, Any] = {}
+    names: dict[tuple[str, ...], str] = {}
+    for name in TOP_LEVEL_FIELDS:
+        raw = environ.get(env_name((name,)))
+        if raw:
+            values[name] = raw
+            names[(name,)] = env_name((name,))
+    if "model" not in values and environ.get("ANTHROPIC_MODEL"):
+        values["model"] = environ["ANTHROPIC_MODEL"]
+        names[("model",)] = "ANTHROPIC_MODEL"
+    for name in COMPACTION_FIELDS:
+        raw = environ.get(env_name((name,)))
+        if raw:
+            values.setdefault("compaction", {})[name] = raw.strip()
+            names[("compaction", name)] = env_name((name,))
+    validated = _validate_layer(values, "environment", lambda key: names.get(key, env_name(key)))
+    return validated, names
+
+
+def parse_overrides(overrides: list[str]) -> dict[str, Any]:
+    """`--set FIELD=VALUE` items as a layer (compaction fields, and the top-level settings too)."""
+    values: dict[str, Any] = {}
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        key = key.strip().replace("-", "_").removeprefix("compaction.")
+        if not sep or key not in (*COMPACTION_FIELDS, *TOP_LEVEL_FIELDS):
+            known = ", ".join(sorted(COMPACTION_FIELDS))
+            raise ConfigError(f"--set takes FIELD=VALUE with FIELD one of: {known}")
+        if key in COMPACTION_FIELDS:
+            values.setdefault("compaction", {})[key] = raw.strip()
+        else:
+            values[key] = raw.strip()
+    return _validate_layer(values, "--set", lambda key: key[-1])
+
+
+# --- merging, with the source of every value ---------------------------------------------------------
+
+
+@dataclass
+class ResolvedConfig:
+    """The effective values of every configurable key and where each came from."""
+
+    path: Path
+    top: dict[str, Any]
+    compaction: CompactionSettings
+    sources: dict[tuple[str, ...], str]  # ("compaction", "context_char_limit") -> "file /x/config.toml"
+
+    def source(self, *key: str) -> str:
+        return self.sources.get(key, "default")
+
+
+def resolve_config(
+    flags: Mapping[str, Any] | None = None,
+    overrides: list[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    path: Path | None = None,
+) -> ResolvedConfig:
+    """Merge flags (and `--set`) > environment > file > defaults; ConfigError on any bad value."""
+    environ = os.environ if environ is None else environ
+    path = config_path(environ) if path is None else path
+    layers: list[tuple[dict[str, Any], Any]] = []
+    file_values = read_config_file(path)
+    layers.append((file_values, lambda key: f"file {path}"))
+    env_values, env_names = read_environment(environ)
+    layers.append((env_values, lambda key: f"env {env_names.get(key, env_name(key))}"))
+    set_values = parse_overrides(list(overrides or []))
+    layers.append((set_values, lambda key: "flag --set"))
+    flag_values = {key: value for key, value in (flags or {}).items() if value is not None}
+    layers.append((flag_values, lambda key: f"flag --{key[-1].replace('_', '-')}"))
+
+    top = top_level_defaults()
+    compaction = compaction_defaults()
+    sources: dict[tuple[str, ...], str] = {}
+    for values, label in layers:
+        for key, value in _walk(values):
+            target = compaction if key[0] == "compaction" else top
+            target[key[-1]] = value
+            sources[key] = label(key)
+    return ResolvedConfig(path, top, check_compaction(compaction, sources), sources)
+
+
+def check_compaction(values: dict[str, Any], sources: Mapping[tuple[str, ...], str] | None = None) -> CompactionSettings:
+    """CompactionSettings from values, refusing combinations that make a step meaningless (one line why)."""
+    sources = sources or {}
+
+    def named(*names: str) -> str:
+        return ", ".join(f"{name} ({sources.get(('compaction', name), 'default')})" for name in names)
+
+    try:
+        settings = CompactionSettings(**values)
     except ValueError as error:
-        raise ValueError(f"{name} needs a number, got {raw!r}") from error
+        raise ConfigError(f"compaction settings: {error}") from None
+    problems = [
+        (settings.fit_preview_chars >= settings.micro_target_chars,
+         "fit_preview_chars must be below the micro target (context_char_limit x micro_target_ratio)"
+         " or fit_tool_results cannot reach it", ("fit_preview_chars", "context_char_limit", "micro_target_ratio")),
+        (settings.persisted_preview_chars >= settings.large_result_char_limit,
+         "persisted_preview_chars must be below large_result_char_limit or a persisted result is not shorter",
+         ("persisted_preview_chars", "large_result_char_limit")),
+        (settings.large_result_char_limit > settings.tool_result_batch_char_limit,
+         "large_result_char_limit must not exceed tool_result_batch_char_limit or the budget step never persists",
+         ("large_result_char_limit", "tool_result_batch_char_limit")),
+        (settings.micro_min_chars >= settings.context_char_limit,
+         "micro_min_chars must be below context_char_limit or micro_compact never shortens anything",
+         ("micro_min_chars", "context_char_limit")),
+    ]
+    for failed, reason, names in problems:
+        if failed:
+            raise ConfigError(f"compaction settings: {reason}; now {named(*names)}")
+    return settings
 
 
 def compaction_settings(overrides: list[str] | None = None, environ: dict[str, str] | None = None) -> CompactionSettings:
-    """CompactionSettings from CTXTUI_<FIELD> environment variables, then `FIELD=VALUE` overrides.
+    """CompactionSettings from the config file, CTXTUI_<FIELD> variables, then `FIELD=VALUE` overrides.
 
-    Raises ValueError with a one-line message for an unknown field or a bad value.
+    Raises ValueError (ConfigError) with a one-line message for an unknown field or a bad value.
     """
-    environ = dict(os.environ) if environ is None else environ
-    base = CompactionSettings()
-    names = {item.name for item in fields(CompactionSettings)}
-    values: dict[str, Any] = {}
-    for name in names:
-        raw = environ.get(ENV_PREFIX + name.upper())
-        if raw:
-            values[name] = _convert(ENV_PREFIX + name.upper(), raw, getattr(base, name))
-    for item in overrides or []:
-        key, sep, raw = item.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or key not in names:
-            known = ", ".join(sorted(names))
-            raise ValueError(f"--set takes FIELD=VALUE with FIELD one of: {known}")
-        values[key] = _convert(key, raw.strip(), getattr(base, key))
-    return replace(base, **values)
+    return resolve_config(overrides=overrides, environ=environ).compaction
+
+
+# --- writing the file ---------------------------------------------------------------------------------
+
+
+def save_setting(key: str, value: Any, path: Path | None = None) -> Path:
+    """Set one key (`theme`, `model`, `compaction.context_char_limit`) in the config file, keeping the
+    other keys and the comments; validated first, written atomically. Returns the file's path."""
+    import tomlkit
+
+    path = config_path() if path is None else path
+    parts = key.split(".")
+    layer: dict[str, Any] = {parts[0]: value} if len(parts) == 1 else {parts[0]: {parts[1]: value}}
+    _validate_layer(layer, f"save_setting {key}", lambda item: ".".join(item))
+    document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.is_file() else tomlkit.document()
+    if len(parts) == 1:
+        document[parts[0]] = value
+    else:
+        table = document.get(parts[0])
+        if table is None:
+            table = tomlkit.table()
+            document[parts[0]] = table
+        table[parts[1]] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=".config-", suffix=".toml", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(tomlkit.dumps(document))
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return path
+
+
+def effective_toml(config: ResolvedConfig) -> str:
+    """The effective settings as TOML, each value with a comment naming its source."""
+    import tomlkit
+
+    lines = [f"# ctxtui settings in effect; config file: {config.path}"
+             + ("" if config.path.is_file() else " (not present)"),
+             "# precedence: flag > env CTXTUI_* > file > default", ""]
+    width = 0
+    rendered: list[tuple[str, str] | None] = []
+    for name in TOP_LEVEL_FIELDS:
+        rendered.append((f"{name} = {tomlkit.item(config.top[name]).as_string()}", config.source(name)))
+    rendered.append(None)
+    for name in COMPACTION_FIELDS:
+        value = getattr(config.compaction, name)
+        rendered.append((f"{name} = {tomlkit.item(value).as_string()}", config.source("compaction", name)))
+    width = max(len(item[0]) for item in rendered if item is not None)
+    for item in rendered:
+        if item is None:
+            lines.extend(["", "[compaction]"])
+            continue
+        text, source = item
+        lines.append(f"{text.ljust(width)}  # {source}")
+    return "\n".join(lines) + "\n"
+
+
+def apply_config(settings: Settings, config: ResolvedConfig) -> Settings:
+    """`settings` with the resolved top-level values and compaction settings."""
+    return replace(settings, compaction=config.compaction, **config.top)
+
+
+__all__ = [
+    "COMPACTION_FIELDS", "DEFAULT_MODEL", "ENV_PREFIX", "TOP_LEVEL_FIELDS", "ConfigError", "ResolvedConfig",
+    "Settings", "api_key_configured", "apply_config", "check_compaction", "compaction_settings",
+    "config_path", "default_model", "effective_toml", "resolve_config", "save_setting",
+]

@@ -282,30 +282,45 @@ def interrupted_result(tool_use_id: str, text: str = INTERRUPTED) -> Block:
 
 
 def repair_pairing(messages: Sequence[Message]) -> list[Message]:
-    """Answer every unanswered tool_use with an "[interrupted]" tool_result (copies what it changes)."""
+    """An API-valid pairing: every unanswered tool_use gets an "[interrupted]" tool_result, and every
+    tool_result that answers no tool_use of the message right before it is dropped (a user message
+    left empty by that is dropped too). Copies what it changes; the input is not edited.
+    """
     repaired: list[Message] = []
-    count = len(messages)
-    index = 0
-    while index < count:
-        message = messages[index]
-        repaired.append(message)
-        if has_tool_use(message):
-            uses = tool_use_ids(message)
-            following = messages[index + 1] if index + 1 < count else None
-            if following is not None and is_tool_result(following):
-                answered = set(tool_result_ids(following))
-                missing = [use for use in uses if use not in answered]
-                if missing:
-                    following = {
-                        **following,
-                        "content": [*following["content"], *(interrupted_result(use) for use in missing)],
-                    }
-                repaired.append(following)
-                index += 2
+    asked: set[str] = set()  # the tool_use ids of the message before this one
+    for message in messages:
+        if is_tool_result(message):
+            kept = _without_orphan_results(message, asked)
+            if kept is None:
+                asked = set()
                 continue
-            repaired.append({"role": "user", "content": [interrupted_result(use) for use in uses]})
-        index += 1
+            message = kept
+        if repaired and has_tool_use(repaired[-1]):
+            uses = tool_use_ids(repaired[-1])
+            answered = set(tool_result_ids(message))
+            missing = [use for use in uses if use not in answered]
+            if missing and is_tool_result(message):
+                message = {**message, "content": [*message["content"], *(interrupted_result(use) for use in missing)]}
+            elif missing:
+                repaired.append({"role": "user", "content": [interrupted_result(use) for use in uses]})
+        repaired.append(message)
+        asked = set(tool_use_ids(message)) if has_tool_use(message) else set()
+    if repaired and has_tool_use(repaired[-1]):
+        repaired.append({"role": "user", "content": [interrupted_result(use) for use in tool_use_ids(repaired[-1])]})
     return repaired
+
+
+def _is_result_block(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
+
+
+def _without_orphan_results(message: Message, asked: set[str]) -> Message | None:
+    """`message` without the tool_results whose tool_use_id is not in `asked` (None if nothing is left)."""
+    content = message["content"]
+    kept = [block for block in content if not _is_result_block(block) or str(block.get("tool_use_id")) in asked]
+    if len(kept) == len(content):
+        return message
+    return {**message, "content": kept} if kept else None
 
 
 def splice_between(old: Sequence[Any], new: Sequence[Any]) -> tuple[Splice, ...]:

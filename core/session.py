@@ -2,8 +2,14 @@
 
 Each line is one record: {"type": "meta" | "message" | "replace" | "event", ...}. Replaying the
 records gives back the history, so `--resume` continues after a quit or a crash. Records are queued
-synchronously (callable from `finally` blocks) and written by a background task with aiofiles.
+synchronously (callable from `finally` blocks) and written by a background task in a worker thread.
 Settings and environment (the API key above all) are never recorded.
+
+Crash safety: a record is one line, and the log remembers the size of the file after its last
+complete write. A write that fails part way (a full disk) leaves a fragment; before the next attempt
+the file is truncated back to that size, so the retried lines never get glued to the fragment.
+Loading validates every record (messages must be API-shaped) and repairs the tool pairing, so a bad
+or missing line costs that line, never the session. Files are 0600 in a 0700 directory.
 """
 
 from __future__ import annotations
@@ -15,15 +21,90 @@ import json
 import os
 import secrets
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aiofiles
-import aiofiles.os
-
-from core.history import repair_pairing
+from core.archive import make_private_dir as archive_private_dir
+from core.history import estimate_chars, pairing_problems, repair_pairing, text_of
 
 SESSIONS_DIR = "sessions"
+SESSION_PREFIX = "session_"
+SESSION_SUFFIX = ".jsonl"
+
+Message = dict[str, Any]
+
+# Content block types a Messages API history may hold, by role (what ctxtui writes, what the API returns).
+USER_BLOCK_TYPES = frozenset({"text", "image", "document", "tool_result", "search_result", "container_upload"})
+ASSISTANT_BLOCK_TYPES = frozenset({
+    "text", "tool_use", "thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result",
+    "web_fetch_tool_result", "code_execution_tool_result", "mcp_tool_use", "mcp_tool_result",
+})
+KNOWN_BLOCK_TYPES = USER_BLOCK_TYPES | ASSISTANT_BLOCK_TYPES
+_REQUIRED_KEYS: dict[str, tuple[tuple[str, type], ...]] = {
+    "text": (("text", str),),
+    "tool_use": (("id", str), ("name", str), ("input", dict)),
+    "tool_result": (("tool_use_id", str),),
+    "thinking": (("thinking", str),),
+}
+
+
+def valid_block(block: Any) -> bool:
+    """A content block of a known type with the keys that type needs."""
+    if not isinstance(block, dict) or block.get("type") not in KNOWN_BLOCK_TYPES:
+        return False
+    required = _REQUIRED_KEYS.get(block["type"], ())
+    if not all(isinstance(block.get(key), kind) for key, kind in required):
+        return False
+    if block["type"] == "tool_result":
+        content = block.get("content", "")
+        return isinstance(content, str) or (isinstance(content, list) and all(valid_block(item) for item in content))
+    return True
+
+
+def valid_message(message: Any) -> bool:
+    """An API-shaped message: role user or assistant, content a string or a non-empty list of valid blocks."""
+    if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+        return False
+    content = message.get("content")
+    if isinstance(content, str):
+        return True
+    allowed = USER_BLOCK_TYPES if message["role"] == "user" else ASSISTANT_BLOCK_TYPES
+    return (isinstance(content, list) and bool(content)
+            and all(valid_block(block) and block["type"] in allowed for block in content))
+
+
+def session_id(path: Path) -> str:
+    """The id `ctxtui sessions` shows and `--resume ID` takes: the file name without prefix and suffix."""
+    name = path.name
+    if name.startswith(SESSION_PREFIX):
+        name = name[len(SESSION_PREFIX):]
+    return name[: -len(SESSION_SUFFIX)] if name.endswith(SESSION_SUFFIX) else name
+
+
+def make_private_dir(folder: Path) -> None:
+    """Create the sessions folder (`<workdir>/.ctxtui/sessions`) 0700, `.ctxtui/` with a `.gitignore` of `*`."""
+    archive_private_dir(folder, folder.parent.parent)
+
+
+def _write_chunk(fd: int, data: memoryview) -> int:
+    """One os.write (a seam where tests inject short writes and full disks)."""
+    return os.write(fd, data)
+
+
+@dataclass
+class Replay:
+    """What a session file replays to: the history, its meta record and how many records were bad."""
+
+    messages: list[Message] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    records: int = 0
+    skipped: int = 0  # lines that were cut, not JSON, or not of a valid shape
+
+    @property
+    def valid(self) -> bool:
+        """A non-empty history the API would accept (what `--resume` needs)."""
+        return bool(self.messages) and not pairing_problems(self.messages)
 
 
 class SessionLog:
@@ -31,27 +112,34 @@ class SessionLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._queue: list[str] = []
+        self._queue: list[bytes] = []
         self._wake = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
+        self._good_size: int | None = None  # the file's size after the last complete write
         self.error: str | None = None
 
     @classmethod
     def create(cls, state_dir: Path, meta: dict[str, Any]) -> SessionLog:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        path = state_dir / SESSIONS_DIR / f"session_{stamp}-{os.getpid()}-{secrets.token_hex(3)}.jsonl"
-        log = cls(path)
+        name = f"{SESSION_PREFIX}{stamp}-{os.getpid()}-{secrets.token_hex(3)}{SESSION_SUFFIX}"
+        log = cls(state_dir / SESSIONS_DIR / name)
         log.record({"type": "meta", "created": time.time(), **meta})
         return log
 
     @staticmethod
     def latest(state_dir: Path) -> Path | None:
-        folder = state_dir / SESSIONS_DIR
-        if not folder.is_dir():
-            return None
-        files = sorted(folder.glob("session_*.jsonl"), key=lambda path: (path.stat().st_mtime, path.name))
-        return files[-1] if files else None
+        """The newest session that replays to a valid, non-empty history (what `--resume` takes).
+
+        Files are tried newest first and replayed one by one, so the usual case reads one file.
+        """
+        for path in _session_files_newest_first(state_dir):
+            try:
+                if SessionLog.replay(path).valid:
+                    return path
+            except OSError:
+                continue
+        return None
 
     # --- writing ----------------------------------------------------------------------------------
 
@@ -59,7 +147,7 @@ class SessionLog:
         """Queue one record; never blocks, never raises."""
         if self._closed:
             return
-        self._queue.append(json.dumps(entry, default=str, ensure_ascii=False) + "\n")
+        self._queue.append(_encode_line(entry))
         self._wake.set()
         self._ensure_writer()
 
@@ -86,9 +174,7 @@ class SessionLog:
         while self._queue:
             lines, self._queue = self._queue, []
             try:
-                await aiofiles.os.makedirs(self.path.parent, exist_ok=True)
-                async with aiofiles.open(self.path, "a", encoding="utf-8", errors="surrogatepass") as handle:
-                    await handle.write("".join(lines))
+                await asyncio.to_thread(self._append_sync, b"".join(lines))
                 self.error = None
             except OSError as error:
                 # Keep the lines: they are written by the next flush once the disk allows it.
@@ -96,6 +182,26 @@ class SessionLog:
                 self.error = f"cannot write session log {self.path}: {' '.join(str(error).split())}"
                 return
             self._wake.clear()
+
+    def _append_sync(self, data: bytes) -> None:
+        """Append whole lines; a failed attempt leaves the file as it was after the last good one."""
+        make_private_dir(self.path.parent)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            size = os.fstat(fd).st_size
+            if self._good_size is None:
+                self._good_size = _end_of_last_line(self.path, size)
+            if size != self._good_size:
+                os.ftruncate(fd, self._good_size)  # drop the fragment of a failed write
+            view = memoryview(data)
+            while view:
+                written = _write_chunk(fd, view)
+                if written <= 0:
+                    raise OSError(f"short write ({len(data) - len(view)} of {len(data)} bytes)")
+                view = view[written:]
+            self._good_size += len(data)
+        finally:
+            os.close(fd)
 
     async def flush(self) -> None:
         """Write everything queued so far."""
@@ -118,18 +224,147 @@ class SessionLog:
 
     @staticmethod
     def load(path: Path) -> list[dict[str, Any]]:
-        """Replay a session file into its history (API-valid: unanswered tool calls are closed)."""
-        messages: list[dict[str, Any]] = []
+        """Replay a session file into its history (validated, pairing repaired; never raises on content)."""
+        return SessionLog.replay(path).messages
+
+    @staticmethod
+    def replay(path: Path) -> Replay:
+        """Replay a session file: bad lines and records of the wrong shape are counted and skipped."""
+        replay = Replay()
+        messages: list[Message] = []
         with path.open("r", encoding="utf-8", errors="replace") as handle:
             for line in handle:
+                if not line.strip():
+                    continue
+                replay.records += 1
                 try:
                     entry = json.loads(line)
                 except ValueError:
-                    continue  # a line cut short by a crash
-                if not isinstance(entry, dict):
+                    replay.skipped += 1  # a line cut short by a crash
                     continue
-                if entry.get("type") == "message" and isinstance(entry.get("message"), dict):
+                kind = entry.get("type") if isinstance(entry, dict) else None
+                if kind == "message" and valid_message(entry.get("message")):
                     messages.append(entry["message"])
-                elif entry.get("type") == "replace" and isinstance(entry.get("messages"), list):
-                    messages = list(entry["messages"])
-        return repair_pairing(messages)
+                elif kind == "replace" and isinstance(entry.get("messages"), list):
+                    kept = [message for message in entry["messages"] if valid_message(message)]
+                    replay.skipped += len(kept) != len(entry["messages"])
+                    messages = kept
+                elif kind == "meta" and not replay.meta:
+                    replay.meta = entry
+                elif kind != "event":
+                    replay.skipped += 1
+        replay.messages = repair_pairing(messages)
+        return replay
+
+
+def _encode_line(entry: dict[str, Any]) -> bytes:
+    """One record as one UTF-8 line; text that cannot be UTF-8 (lone surrogates) is kept as JSON escapes."""
+    text = json.dumps(entry, default=str, ensure_ascii=False)
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(entry, default=str, ensure_ascii=True) + "\n").encode("ascii")
+
+
+def _end_of_last_line(path: Path, size: int) -> int:
+    """The offset just after the last newline of an existing file (0 for an empty one)."""
+    if size == 0:
+        return 0
+    with path.open("rb") as handle:
+        position = size
+        while position > 0:
+            start = max(0, position - 65_536)
+            handle.seek(start)
+            chunk = handle.read(position - start)
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                return start + newline + 1
+            position = start
+    return 0
+
+
+# --- listing --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One session file as `ctxtui sessions` (and a session picker) shows it."""
+
+    id: str
+    path: Path
+    started: float
+    last_active: float
+    messages: int
+    chars: int
+    first_request: str
+    skipped: int = 0
+    resumable: bool = False
+
+
+def session_info(path: Path) -> SessionInfo | None:
+    """What a session file holds; None when it cannot be read at all."""
+    try:
+        stat = path.stat()
+        replay = SessionLog.replay(path)
+    except OSError:
+        return None
+    created = replay.meta.get("created")
+    started = float(created) if isinstance(created, int | float) else stat.st_mtime
+    return SessionInfo(
+        id=session_id(path),
+        path=path,
+        started=started,
+        last_active=stat.st_mtime,
+        messages=len(replay.messages),
+        chars=estimate_chars(replay.messages),
+        first_request=_first_request(replay.messages),
+        skipped=replay.skipped,
+        resumable=replay.valid,
+    )
+
+
+def _session_files_newest_first(state_dir: Path) -> list[Path]:
+    folder = state_dir / SESSIONS_DIR
+    if not folder.is_dir():
+        return []
+    stamped: list[tuple[float, str, Path]] = []
+    for path in folder.glob(f"{SESSION_PREFIX}*{SESSION_SUFFIX}"):
+        try:
+            stamped.append((path.stat().st_mtime, path.name, path))
+        except OSError:
+            continue
+    return [path for _, _, path in sorted(stamped, reverse=True)]
+
+
+def list_sessions(state_dir: Path) -> list[SessionInfo]:
+    """The sessions under `state_dir`, newest (last active) first."""
+    return [info for path in _session_files_newest_first(state_dir) if (info := session_info(path))]
+
+
+def find_session(state_dir: Path, wanted: str) -> Path | None:
+    """The session file with this id (or a unique id prefix, or a path to it); None if there is none."""
+    candidate = Path(wanted)
+    if candidate.suffix == SESSION_SUFFIX and candidate.is_file():
+        return candidate
+    folder = state_dir / SESSIONS_DIR
+    if not folder.is_dir() or "/" in wanted or wanted in ("", ".", ".."):
+        return None
+    exact = folder / f"{SESSION_PREFIX}{wanted}{SESSION_SUFFIX}"
+    if exact.is_file():
+        return exact
+    matches = [path for path in folder.glob(f"{SESSION_PREFIX}*{SESSION_SUFFIX}") if session_id(path).startswith(wanted)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def resume_path(state_dir: Path, wanted: str | None) -> Path | None:
+    """The session `--resume` continues: the one named, else the newest that replays to a valid history."""
+    return find_session(state_dir, wanted) if wanted else SessionLog.latest(state_dir)
+
+
+def _first_request(messages: list[Message]) -> str:
+    for message in messages:
+        if message.get("role") == "user":
+            text = text_of(message)
+            if text:
+                return text
+    return ""

@@ -202,3 +202,91 @@ def test_usage_errors_exit_2(args: list[str], tmp_path: Path) -> None:
     assert "error" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / ".ctxtui").exists()
+
+
+# --------------------------------------------------------------------------- sessions, serve
+
+
+def sessions_json(workdir: Path) -> list[dict[str, object]]:
+    result = ctxtui("sessions", "--workdir", str(workdir), "--output-format", "json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert isinstance(rows, list)
+    return rows
+
+
+def test_sessions_lists_runs_newest_first_and_resume_by_id_continues_one(tmp_path: Path) -> None:
+    for prompt in ("help", "glob *.txt"):
+        assert ctxtui("-p", prompt, "--offline", "--workdir", str(tmp_path)).returncode == 0
+    rows = sessions_json(tmp_path)
+    assert [row["first_request"] for row in rows] == ["glob *.txt", "help"]
+    assert [row["messages"] for row in rows] == [4, 2] and all(row["resumable"] for row in rows)
+    listing = ctxtui("sessions", "--workdir", str(tmp_path))
+    assert listing.returncode == 0 and "first request" in listing.stdout and "glob *.txt" in listing.stdout
+    older = str(rows[1]["id"])
+    resumed = ctxtui("-p", "help", "--offline", "--workdir", str(tmp_path), "--resume", older)
+    assert resumed.returncode == 0, resumed.stderr
+    newest = sessions_json(tmp_path)[0]
+    assert newest["first_request"] == "help" and newest["messages"] == 4  # the old turn, then the new one
+
+
+def test_resume_with_an_unknown_id_is_a_usage_error(tmp_path: Path) -> None:
+    result = ctxtui("-p", "help", "--offline", "--workdir", str(tmp_path), "--resume", "no-such-session")
+    assert result.returncode == 2
+    assert "no such session" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_serve_without_the_extra_says_how_to_get_it(tmp_path: Path) -> None:
+    code = ("import sys; sys.modules['textual_serve'] = None; sys.modules['textual_serve.server'] = None\n"
+            "import tui.cli; sys.exit(tui.cli.main(['--serve', '--offline', '--workdir', sys.argv[1]]))\n")
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env_without_key(),
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == ["ctxtui: --serve needs textual-serve: pip install 'ctxtui[serve]'"]
+
+
+class _AppThatQuitsAtOnce:
+    """Stands in for CtxApp: the test is about what the command says after the app has exited."""
+
+    return_code = 0
+
+    def __init__(self, agent: object, demo_commands: list[str] | None = None) -> None:
+        self.agent = agent
+
+    def run(self) -> None:
+        return None
+
+
+def test_demo_says_where_its_workdir_is_kept_at_exit(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import tempfile
+
+    import tui.app
+    import tui.cli
+
+    monkeypatch.setattr(tui.app, "CtxApp", _AppThatQuitsAtOnce)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert tui.cli.main(["--demo"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    kept = [line for line in lines if "demo's workdir is kept at" in line]
+    assert len(kept) == 1
+    path = Path(kept[0].split(" kept at ")[1].split(" (")[0])
+    assert path.is_dir() and path.parent == tmp_path
+
+
+def test_the_tui_says_at_exit_when_the_session_was_not_saved(monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path) -> None:
+    import tui.app
+    import tui.cli
+
+    class _AppWhoseLogFails(_AppThatQuitsAtOnce):
+        def run(self) -> None:
+            self.agent.session.error = "cannot write session log X: disk full"  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(tui.app, "CtxApp", _AppWhoseLogFails)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert tui.cli.main(["--offline", "--workdir", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "this session was not saved completely: cannot write session log X: disk full" in err

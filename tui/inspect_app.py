@@ -1,0 +1,106 @@
+"""`ctxtui inspect FILE`: the inspector on a history read from a file, read-only.
+
+The gauge, the message tree and the report (totals, breakdown, dry run) of core/inspection.py; no
+agent, no model, no prompt. Markers open what they point at when the archive under the file's
+workdir vouches for the path (a Claude Code session has no ctxtui archive, so its markers, if any,
+stay plain text); any other node shows its in-context text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Footer, Static
+
+from core.archive import Archive, ArchiveError
+from core.events import ContextMeasured
+from core.inspection import Inspected, report_text
+from core.text import visible
+from tui.format import plural, transcript_text
+from tui.screens.archive import ArchiveScreen
+from tui.widgets.context_gauge import ContextGauge
+from tui.widgets.message_tree import MessageTree, NodeInfo
+
+
+class InspectApp(App[int]):
+    """A read-only inspector for one history file."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "ctxtui inspect"
+    CSS = """
+    #report-pane { width: 1fr; padding: 0 1; }
+    #file-title { height: 1; background: $panel; color: $text; padding: 0 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", id="inspect.quit"),
+        Binding("ctrl+t", "focus_tree", "Tree", id="inspect.tree"),
+    ]
+
+    def __init__(self, inspected: Inspected, report: dict[str, Any], workdir: Path | None = None) -> None:
+        super().__init__()
+        self.inspected = inspected
+        self.report = report
+        self.archive = Archive(workdir or inspected.workdir or inspected.path.parent)
+
+    def compose(self) -> ComposeResult:
+        data = self.report
+        title = f"{data['file']} · {data['kind']} · read-only"
+        yield Static(Text(visible(title)), id="file-title")
+        with Horizontal(id="main"):
+            with VerticalScroll(id="report-pane"):
+                yield Static(Text(visible(report_text(data))), id="report")
+            with Vertical(id="inspector"):
+                yield ContextGauge(id="gauge")
+                yield MessageTree(self.archive, lambda: self.inspected.messages, id="tree")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        data = self.report
+        gauge = self.query_one(ContextGauge)
+        gauge.configure(data["limit"], data["settings"]["micro_target_ratio"])
+        gauge.measured(ContextMeasured(chars=data["message_chars"], limit=data["limit"], messages=data["messages"],
+                                       tokens=data["tokens"]))
+        gauge.flush()
+        tree = self.query_one(MessageTree)
+        tree.request_sync()
+        tree.focus()
+
+    def action_focus_tree(self) -> None:
+        self.query_one(MessageTree).focus()
+
+    @on(MessageTree.OpenMarker)
+    async def _open_marker(self, event: MessageTree.OpenMarker) -> None:
+        marker = event.info.marker
+        archived = self.archive.resolve(marker.path) if marker is not None else None
+        if archived is None:
+            self.notify("not an archive path (shown as plain text, not opened)", severity="warning", markup=False)
+            return
+        try:
+            if archived.kind == "transcript":
+                messages = await self.archive.read_transcript(archived.path)
+                text = f"{plural(len(messages), 'message')} in this transcript.\n" + await asyncio.to_thread(
+                    transcript_text, messages)
+            else:
+                text = await self.archive.read_text(archived.path)
+        except ArchiveError as error:
+            self.notify(str(error), severity="error", markup=False)
+            return
+        await self.push_screen(ArchiveScreen(f"archived · {event.info.kind}", text, path=archived.path,
+                                             size=archived.size))
+
+    @on(MessageTree.OpenBlock)
+    async def _open_block(self, event: MessageTree.OpenBlock) -> None:
+        info: NodeInfo = event.info
+        where = f"#{info.index + 1}" + (f" block {info.block + 1}" if info.block is not None else "")
+        await self.push_screen(ArchiveScreen(f"{where} · {info.kind} · in the file", info.text))
+
+    @on(MessageTree.Untrusted)
+    def _untrusted(self, event: MessageTree.Untrusted) -> None:
+        self.notify("not an archive path (shown as plain text, not opened)", severity="warning", markup=False)
