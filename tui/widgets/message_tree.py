@@ -27,9 +27,9 @@ from textual.widgets.tree import TreeNode
 from textual.worker import Worker
 
 from core.archive import Archive, ArchivedFile
-from core.history import Splice, estimate_chars, message_chars, result_text
+from core.history import Splice, estimate_chars, message_chars, result_text, splice_between
 from core.markers import Marker, parse_marker
-from core.store import ChangeFeed, History, diff
+from core.store import ChangeFeed, History
 from tui.format import count, one_line, plural, size_bytes, tool_input_summary
 
 CHUNK = 500
@@ -172,7 +172,7 @@ class MessageTree(Tree[NodeInfo]):
 
     async def sync(self, messages: list[dict[str, Any]]) -> None:
         """Bring the tree in line with `messages`, diffed by identity (common prefix and suffix stay)."""
-        await self.apply(diff([message for message, _ in self.entries], messages))
+        await self.apply(splice_between([message for message, _ in self.entries], messages))
 
     async def apply(self, changes: Sequence[Splice]) -> None:
         """Apply the history's splices, in order, touching only the nodes they change.
