@@ -152,7 +152,7 @@ class CtxApp(App[None]):
                 f"({count(self.agent.chars)} chars): the inspector shows them",
             )
         self.message_tree.request_sync()
-        self.measure_context()
+        self.call_after_refresh(self.measure_context)  # tiktoken loads after the first frame
         if self.demo_commands:
             self.run_demo(self.demo_commands)
 
