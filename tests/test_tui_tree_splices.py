@@ -100,11 +100,16 @@ async def run_edits(tmp_path: Path, operations: list[tuple[str, int]]) -> None:
             tree.request_sync()
             if value % 3 == 0:  # sometimes several edits arrive before the tree catches up
                 await wait_for(pilot, lambda: not tree.syncing)
+                await pilot.pause()  # and a frame is drawn in between
         await wait_for(pilot, lambda: not tree.syncing)
         assert [message for message, _ in tree.entries] == list(history)
         assert all(message is live for (message, _), live in zip(tree.entries, history, strict=True))
         assert list(tree.root.children) == [node for _, node in tree.entries]
         assert [shape(node) for _, node in tree.entries] == await fresh_shape(app)
+        shown = [(tuple(line.path), line.last) for line in tree._tree_lines]  # what a frame draws from
+        tree._full_build = True
+        tree._clear_line_cache()
+        assert [(tuple(line.path), line.last) for line in tree._tree_lines] == shown  # = a full rebuild
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -21,8 +21,10 @@ from typing import Any, ClassVar
 from rich.style import Style
 from rich.text import Text
 from textual import on
+from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import Tree
+from textual.widgets._tree import _TreeLine
 from textual.widgets.tree import TreeNode
 from textual.worker import Worker
 
@@ -128,6 +130,11 @@ class MessageTree(Tree[NodeInfo]):
         measure: Callable[[Sequence[dict[str, Any]]], int] = estimate_chars,
         id: str | None = None,
     ) -> None:
+        # the line-cache bookkeeping first: Tree.__init__ already invalidates
+        self._widths: dict[int, tuple[object, int]] = {}
+        self._appending = False  # adding message nodes after every existing one
+        self._append_base: tuple[list[_TreeLine[NodeInfo]], int] | None = None
+        self._full_build = False
         super().__init__("history", id=id)
         self.measure = measure
         self.show_root = False
@@ -211,6 +218,7 @@ class MessageTree(Tree[NodeInfo]):
         for node in nodes:
             node._remove_children()
             self._tree_nodes.pop(node.id, None)
+            self._widths.pop(node.id, None)
         del self.entries[start:stop]
         self._invalidate()
 
@@ -270,9 +278,13 @@ class MessageTree(Tree[NodeInfo]):
     def _add_message(self, index: int, message: dict[str, Any]) -> TreeNode[NodeInfo]:
         info = self._message_info(index, message)
         label = self._numbered(info)
-        if info.leaf:
-            return self.root.add_leaf(label, info, before=index)
-        return self.root.add(label, info, before=index, allow_expand=_has_blocks(message))
+        self._appending = index == len(self.root._children)
+        try:
+            if info.leaf:
+                return self.root.add_leaf(label, info, before=index)
+            return self.root.add(label, info, before=index, allow_expand=_has_blocks(message))
+        finally:
+            self._appending = False
 
     def _update_node(self, node: TreeNode[NodeInfo], index: int, message: dict[str, Any]) -> TreeNode[NodeInfo]:
         """Show `message` in an existing node: new label and data, block children built again."""
@@ -425,10 +437,47 @@ class MessageTree(Tree[NodeInfo]):
         return Text(f"{kind} block"), info
 
     def get_label_width(self, node: TreeNode[NodeInfo]) -> int:
-        """Cheap width (the default renders every label on every rebuild: slow for 5,000 nodes)."""
+        """Cheap width, measured once per label (the default renders every label on every rebuild)."""
         label = node.label
-        width = label.cell_len if isinstance(label, Text) else len(str(label))
+        cached = self._widths.get(node.id)
+        if cached is not None and cached[0] is label:
+            width = cached[1]
+        else:
+            width = label.cell_len if isinstance(label, Text) else len(str(label))
+            self._widths[node.id] = (label, width)
         return width + (len(self.ICON_NODE) if node.allow_expand else 0)
+
+    # --- the line cache: appends extend it instead of rebuilding it ---------------------------------
+
+    def _invalidate(self) -> None:
+        if self._appending:
+            if self._append_base is None and not self._full_build and self._tree_lines_cached is not None:
+                # the node just added is the root's last child; every line built so far comes before it
+                self._append_base = (self._tree_lines_cached, len(self.root._children) - 1)
+        else:
+            self._full_build = True
+            self._append_base = None
+        super()._invalidate()
+
+    def _build(self) -> None:
+        """Tree._build walks every node; when messages were only appended, extend the last lines instead.
+
+        Tree keeps one line per visible node in `_tree_lines_cached`. With show_root off, a root
+        child's lines depend on nothing after it, so appended children just add lines at the end.
+        """
+        base, full = self._append_base, self._full_build
+        self._append_base, self._full_build = None, False
+        if base is None or full or self.show_root:
+            super()._build()
+            return
+        lines, first = base
+        width = self.virtual_size.width
+        for node in self.root._children[first:]:
+            node._line = len(lines)
+            lines.append(_TreeLine([node], True))
+            width = max(width, self.get_label_width(node))
+        self._tree_lines_cached = lines
+        self.virtual_size = Size(width, len(lines))
 
     # --- interaction ----------------------------------------------------------------------------
 
