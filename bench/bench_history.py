@@ -74,7 +74,7 @@ def make_agent(workdir: Path, messages: list[Message], **compaction: Any) -> Any
                  messages=messages)
 
 
-async def token_count(workdir: Path, count: int, turns: int = 5) -> float:
+async def token_count(workdir: Path, count: int, turns: int = 15) -> float:
     agent = make_agent(workdir, history(count))
     await agent.measure()  # warm: every message counted once
     times = []
