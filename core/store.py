@@ -160,12 +160,16 @@ class History(list[Message]):
             self.splice(position, 1, (message,))
 
     def __delitem__(self, index: SupportsIndex | slice) -> None:
+        if not isinstance(index, slice):
+            self.splice(range(len(self))[operator.index(index)], 1, ())
+            return
+        start, stop, step = index.indices(len(self))
+        if step == 1:
+            self.splice(start, max(stop - start, 0), ())
+            return
         updated = list(self)
         del updated[index]
-        if isinstance(index, slice):
-            self.replace(updated)
-        else:
-            self.splice(range(len(self))[operator.index(index)], 1, ())
+        self.replace(updated)
 
     def __imul__(self, times: SupportsIndex) -> History:
         self.replace(list(self) * operator.index(times))
