@@ -32,9 +32,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from textual import events
+from textual.app import App, ComposeResult
 from textual.message import Message
 from textual.pilot import Pilot
-from textual.widgets import TextArea
+from textual.widgets import Markdown, TextArea
 
 from core import events as core_events
 from core.agent import Agent
@@ -103,24 +104,50 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(int(fraction * len(ordered)), len(ordered) - 1)]
 
 
-async def bench_stream(workdir: Path, tokens: int = TOKENS) -> dict[str, Any]:
-    model = ChunkModel(tokens)
-    agent = make_agent(workdir, model)
-    app = CtxApp(agent)
-    changed: list[float] = []  # dispatch times of the prompt's TextArea.Changed (one per key)
-    finished: list[float] = []
+class MarkdownPeer(App[None]):
+    """The peer for (a): a minimal app streaming the same fragments into one Markdown widget."""
+
+    def compose(self) -> ComposeResult:
+        yield Markdown(id="peer-md")
+        yield TextArea(id="peer-input")
+
+    def on_mount(self) -> None:
+        self.query_one("#peer-input", TextArea).focus()
+        self.done = False
+
+    async def stream(self, fragments: list[str]) -> None:
+        stream = Markdown.get_stream(self.query_one("#peer-md", Markdown))
+        for fragment in fragments:
+            await asyncio.sleep(0)  # as ChunkModel gives way between chunks
+            await stream.write(fragment)
+        await stream.stop()
+        self.done = True
+
+
+async def keys_during(
+    app: App[Any], hook_box: list[Callable[[Message], None]], start: Callable[[], Any], done: Callable[[], bool],
+    input_of: Callable[[], TextArea],
+) -> dict[str, Any]:
+    """Send a key every 50 ms from a thread while `start()`'s stream runs; latencies until applied."""
+    changed: list[float] = []  # dispatch times of the input's TextArea.Changed (one per key)
     seen: dict[int, Message] = {}  # holds the messages too, so that their ids are not reused
+    target: list[TextArea] = []  # the input, looked up once: the hook must not query during shutdown
 
     def hook(message: Message) -> None:
         now = time.perf_counter()
-        if isinstance(message, TextArea.Changed) and message.text_area is app.chat.input and id(message) not in seen:
+        if (
+            isinstance(message, TextArea.Changed)
+            and target
+            and message.text_area is target[0]
+            and id(message) not in seen
+        ):
             seen[id(message)] = message
             changed.append(now)
-        elif isinstance(message, msg.TurnFinished) and not finished:
-            finished.append(now)
 
-    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+    hook_box.append(hook)
+    async with app.run_test(size=SIZE, message_hook=lambda message: [each(message) for each in hook_box]) as pilot:
         await pilot.pause(0.2)
+        target.append(input_of())
         driver = app._driver
         assert driver is not None
         sent: list[float] = []
@@ -138,34 +165,55 @@ async def bench_stream(workdir: Path, tokens: int = TOKENS) -> dict[str, Any]:
 
         async def sample_lag() -> None:
             while streaming:
-                start = time.perf_counter()
+                begin = time.perf_counter()
                 await asyncio.sleep(0.01)
-                lags.append(time.perf_counter() - start - 0.01)
+                lags.append(time.perf_counter() - begin - 0.01)
 
         started = time.perf_counter()
-        await app.submit("stream please")
+        await start()
         presser = threading.Thread(target=press_keys, daemon=True)
         presser.start()
         sampler = asyncio.create_task(sample_lag())
-        await wait_for(pilot, lambda: bool(finished), within=600)
+        await wait_for(pilot, done, within=600)
+        total = time.perf_counter() - started
         streaming = False
         await sampler
         await asyncio.to_thread(presser.join)
-        await wait_for(pilot, lambda: app.turns_completed >= 1, within=60)
-        total = finished[0] - started
         await wait_for(pilot, lambda: len(changed) >= len(sent), within=30)
-        latencies = [done - posted for posted, done in zip(sent, changed, strict=False)]
-        typed = app.chat.input.text.count("x")
-        text_ok = agent.messages[-1]["content"][0]["text"] == "".join(model.fragments())
+        latencies = [applied - posted for posted, applied in zip(sent, changed, strict=False)]
+        typed = target[0].text.count("x")
+    return {"total": total, "latencies": latencies, "keys_sent": len(sent), "keys_typed": typed, "lags": lags}
+
+
+async def bench_stream(workdir: Path, tokens: int = TOKENS) -> dict[str, Any]:
+    model = ChunkModel(tokens)
+    agent = make_agent(workdir, model)
+    app = CtxApp(agent)
+    finished: list[float] = []
+
+    def on_finished(message: Message) -> None:
+        if isinstance(message, msg.TurnFinished) and not finished:
+            finished.append(time.perf_counter())
+
+    async def start() -> None:
+        await app.submit("stream please")
+
+    result = await keys_during(app, [on_finished], start, lambda: bool(finished) and app.turns_completed >= 1,
+                               lambda: app.chat.input)
+    result["text_ok"] = agent.messages[-1]["content"][0]["text"] == "".join(model.fragments())
     await agent.aclose()
-    return {
-        "total": total,
-        "latencies": latencies,
-        "keys_sent": len(sent),
-        "keys_typed": typed,
-        "lags": lags,
-        "text_ok": text_ok,
-    }
+    return result
+
+
+async def bench_stream_peer(tokens: int = TOKENS) -> dict[str, Any]:
+    app = MarkdownPeer()
+    fragments = ChunkModel(tokens).fragments()
+
+    async def start() -> None:
+        app.run_worker(app.stream(fragments), exit_on_error=False)
+
+    return await keys_during(app, [], start, lambda: getattr(app, "done", False),
+                             lambda: app.query_one("#peer-input", TextArea))
 
 
 # --- (b) a history of 5,000 messages ------------------------------------------------------------------
@@ -219,7 +267,9 @@ async def bench_history(workdir: Path, count: int, appends: int = 30) -> dict[st
             before = len(tree.entries)
             start = time.perf_counter()
             agent.messages.append(message)
-            app.post_message(msg.HistoryChanged(core_events.HistoryChanged(len(agent.messages))))
+            change = core_events.Splice(len(agent.messages) - 1, 0, (message,))
+            event = core_events.HistoryChanged(len(agent.messages), agent.chars, (change,), "bench")
+            app.post_message(msg.HistoryChanged(event))
             await wait_for(pilot, tree_has(before + 1))
             costs.append(time.perf_counter() - start)
         nodes_ok = len(tree.entries) == count + appends
@@ -242,6 +292,7 @@ async def main() -> None:
             (root / name).mkdir()
         short = await bench_stream(root / "stream1k", TOKENS // 10)
         stream = await bench_stream(root / "stream")
+        peer = await bench_stream_peer()
         empty = await bench_history(root / "h0", 0, appends=1)
         small = await bench_history(root / "h50", 50)
         big = await bench_history(root / "h5000", 5_000)
@@ -256,6 +307,11 @@ async def main() -> None:
          f"{stream['keys_sent']} sent, {len(latencies)} applied, {stream['keys_typed']} in the prompt"),
         ("    key latency median / p95 / worst",
          f"{ms(statistics.median(latencies))} / {ms(percentile(latencies, 0.95))} / {ms(max(latencies))}"),
+        ("    peer (minimal Markdown.get_stream app, same chunks): key latency p95 / worst",
+         f"{ms(percentile(peer['latencies'], 0.95))} / {ms(max(peer['latencies']))}"),
+        ("    ctxtui vs peer: p95 / worst (goal <= 1x)",
+         f"{percentile(latencies, 0.95) / percentile(peer['latencies'], 0.95):.2f}x / "
+         f"{max(latencies) / max(peer['latencies']):.2f}x"),
         ("    event-loop lag (10 ms sleeps) median / worst",
          f"{ms(statistics.median(stream['lags']))} / {ms(max(stream['lags']))}"),
         ("    streamed text == final message", str(stream["text_ok"])),

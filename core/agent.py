@@ -47,6 +47,7 @@ from core.markers import parse_marker
 from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, Retrying, TextChunk
 from core.session import SessionLog, resume_path
 from core.steering import Compaction, SteeringError, drop_result, restore_result, undo
+from core.store import History
 from core.tokens import TokenCounter
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput, Workspace
 from core.usage import ContextSample, Timeline, TokenCount, price_for
@@ -106,7 +107,7 @@ class Agent:
         self.compactor = compactor
         self.settings = settings or Settings(workdir=toolbox.workspace.root)
         self.session = session
-        self._messages: list[Message] = list(messages or [])
+        self._messages = History(messages or [])
         self.tokens = token_counter or TokenCounter()
         self.system_prompt = system_prompt or SYSTEM_PROMPT.format(workdir=toolbox.workspace.root)
         self.max_steps = max_steps
@@ -166,8 +167,8 @@ class Agent:
     # --- state ----------------------------------------------------------------------------------
 
     @property
-    def messages(self) -> list[Message]:
-        """The current history (plain dicts, Messages API shape)."""
+    def messages(self) -> History:
+        """The current history (plain dicts, Messages API shape), in a list that records its changes."""
         return self._messages
 
     @property
@@ -190,12 +191,15 @@ class Agent:
             self.session.message(message)
         return self._changed((Splice(start, 0, (message,)),), reason)
 
-    def _replace(self, messages: Sequence[Message], reason: str) -> HistoryChanged | None:
-        old, new = self._messages, list(messages)
-        changes = splice_between(old, new)
+    def _replace(
+        self, messages: Sequence[Message], reason: str, changes: tuple[Splice, ...] | None = None
+    ) -> HistoryChanged | None:
+        """Make the history `messages`; `changes`, when the compactor reported them, saves the diff."""
+        if changes is None:
+            changes = splice_between(self._messages, messages)
         if not changes:
             return None
-        self._messages = new
+        self._messages.apply(changes)
         if self.session is not None:
             self.session.replace(self._messages, reason)
         return self._changed(changes, reason)
@@ -227,8 +231,7 @@ class Agent:
 
     def new_session(self) -> HistoryChanged:
         """Forget the history and start a new session file (archives and old sessions stay on disk)."""
-        old = self._messages
-        self._messages = []
+        changes = self._messages.replace([])
         self.last_request = ""
         self.last_input_tokens = None
         self.allowed_for_session.clear()
@@ -238,7 +241,7 @@ class Agent:
             previous = self.session
             self.session = SessionLog.create(self.settings.state_dir, {"model": self.model.name})
             previous.close_soon()
-        return self._changed(splice_between(old, self._messages), "new session")
+        return self._changed(changes, "new session")
 
     # --- the turn -------------------------------------------------------------------------------
 
@@ -438,7 +441,7 @@ class Agent:
                 )
             return
         try:
-            prepared = await self.compactor.prepare(self._messages, self.last_request)
+            changes = await self.compactor.prepare_changes(self._messages, self.last_request)
         except CompactionError as error:
             for step in self._take_steps():
                 yield step
@@ -449,8 +452,8 @@ class Agent:
         steps = self._take_steps()
         for step in steps:
             yield step
-        before = self._messages
-        if changed := self._replace(prepared, "prepare"):
+        before = tuple(self._messages) if changes else ()  # the history is changed in place below
+        if changed := self._replace(self._messages, "prepare", changes):
             self._record_compaction(steps, before)
             yield changed
 
@@ -475,12 +478,12 @@ class Agent:
         steps = self._take_steps()
         for event in steps:
             yield event
-        before = self._messages
+        before = tuple(self._messages)  # the history is changed in place below
         if changed := self._replace(compacted, step):
             self._record_compaction(steps, before)
             yield changed
 
-    def _record_compaction(self, steps: list[CompactionStep], before: list[Message]) -> None:
+    def _record_compaction(self, steps: list[CompactionStep], before: Sequence[Message]) -> None:
         if steps:
             files = tuple(path for step in steps for path in step.files_written)
             self.compactions.append(

@@ -28,11 +28,12 @@ from typing import Any
 from core.archive import TRANSCRIPTS_DIR, Archive, ArchiveError
 from core.events import CompactionStep, StepName
 from core.history import (
-    HistorySizer,
+    Splice,
     has_tool_use,
     is_tool_result,
     message_chars,
     result_text,
+    splice_between,
     tool_result_positions,
     unseen_tool_result_positions,
 )
@@ -45,6 +46,7 @@ from core.markers import (
     snip_marker,
     summary_message,
 )
+from core.store import HistorySizer
 from core.text import error_line
 
 Message = dict[str, Any]
@@ -157,6 +159,12 @@ class _SnipPlan:
         kept = [messages[index] for index in self.kept]
         return [*messages[: self.head_end], marker, *kept, *request, *messages[self.tail_start :]]
 
+    def splices(self, messages: Sequence[Message], result: Sequence[Message]) -> tuple[Splice, ...]:
+        """The change from `messages` to `result` (made by `self.result`): the middle, replaced."""
+        tail = len(messages) - self.tail_start
+        added = tuple(result[self.head_end : len(result) - tail])
+        return (Splice(self.head_end, self.tail_start - self.head_end, added),)
+
 
 class _Editor:
     """Copy-on-write edits of a history: a message is copied the first time one of its blocks changes."""
@@ -166,6 +174,10 @@ class _Editor:
         self.chars = chars
         self.changed: set[int] = set()
         self.files: list[str] = []
+
+    def splices(self) -> tuple[Splice, ...]:
+        """What changed, as splices of the input list: one per copied message, in order."""
+        return tuple(Splice(index, 1, (self.messages[index],)) for index in sorted(self.changed))
 
     def block(self, index: int, block_index: int) -> dict[str, Any]:
         block: dict[str, Any] = self.messages[index]["content"][block_index]
@@ -208,6 +220,7 @@ class Compactor:
         self.settings = settings or CompactionSettings()
         self.on_event = on_event
         self._sizer = HistorySizer()
+        self._trail: tuple[Sequence[Message], tuple[Splice, ...]] | None = None  # prepare's changes so far
         # A request that alone is over the limit: the summary was refused for it once (with the
         # warning); prepare does not ask the model again while it is the current request.
         self._hopeless_request: str | None = None
@@ -219,6 +232,22 @@ class Compactor:
     def estimate_chars(self, messages: Sequence[Message]) -> int:
         """`core.history.estimate_chars`, incremental for the history this compactor keeps seeing."""
         return self._sizer.measure(messages)
+
+    def _sized(
+        self, base: Sequence[Message], result: list[Message], changes: tuple[Splice, ...], chars: int | None = None
+    ) -> list[Message]:
+        """`result` is `base` with `changes`: the sizer sizes it from the changed messages only."""
+        self._sizer.derive(base, result, changes, chars)
+        return result
+
+    def _derived(
+        self, base: Sequence[Message], result: list[Message], changes: tuple[Splice, ...], chars: int | None = None
+    ) -> list[Message]:
+        """A step returns `result`, made from `base` by `changes` (for the sizer and `prepare_changes`)."""
+        self._sized(base, result, changes, chars)
+        if self._trail is not None and self._trail[0] is base:
+            self._trail = (result, self._trail[1] + changes)
+        return result
 
     async def _emit(self, step: StepName, before: int, after: int, affected: int, files: Sequence[str],
                     detail: str = "") -> None:
@@ -304,14 +333,16 @@ class Compactor:
         if plan is None:
             return _unchanged(messages)
         before = self.estimate_chars(messages)
-        projected = self.estimate_chars(plan.result(messages, _TRANSCRIPT_PATH_ESTIMATE, active_request))
+        estimate = plan.result(messages, _TRANSCRIPT_PATH_ESTIMATE, active_request)
+        projected = self.estimate_chars(self._sized(messages, estimate, plan.splices(messages, estimate)))
         if projected > before:
             await self._not_applied("snip_compact", before, projected,
                                     f"the marker would be larger than the {plan.archived_now} messages it replaces")
             return _unchanged(messages)
         transcript = await self._write_transcript(messages)
         result = plan.result(messages, transcript, active_request)
-        after = self.estimate_chars(result)
+        changes = plan.splices(messages, result)
+        after = self.estimate_chars(self._sized(messages, result, changes))
         if after > before:
             await self._not_applied("snip_compact", before, after,
                                     f"the marker would be larger than the {plan.archived_now} messages it replaces")
@@ -322,7 +353,7 @@ class Compactor:
         if plan.request_readded:
             detail += "; the current request was put back after the marker"
         await self._emit("snip_compact", before, after, plan.archived_now, [transcript], detail)
-        return result
+        return self._derived(messages, result, changes, after)
 
     def _plan_snip(self, messages: Sequence[Message], active_request: str | None) -> _SnipPlan | None:
         settings = self.settings
@@ -514,7 +545,8 @@ class Compactor:
         summary = await self._summarize(messages, focus, transcript)
         result = [{"role": "user", "content": summary_message("Compacted", active_request, summary, transcript)},
                   *carried]
-        after = self.estimate_chars(result)
+        changes = (Splice(0, len(messages), tuple(result)),)
+        after = self.estimate_chars(self._sized(messages, result, changes))
         too_big = len(active_request) > self.settings.context_char_limit
         if self._refused(before, after, strict) or (strict and too_big):
             why = "larger than" if after >= before else "still over the limit, for all it would lose of"
@@ -527,7 +559,7 @@ class Compactor:
         if after > self.settings.context_char_limit:
             details.append(self._holding(active_request))
         await self._emit("compact_history", before, after, len(messages), [transcript], "; ".join(details))
-        return result
+        return self._derived(messages, result, changes, after)
 
     async def reactive_compact(self, messages: Sequence[Message], active_request: str) -> list[Message]:
         """Fallback when the API refuses with "prompt is too long".
@@ -553,13 +585,14 @@ class Compactor:
         message = {"role": "user", "content": summary_message("Reactive compact", active_request, summary, transcript)}
         carried = self._carried_pins(old_history)
         result = [message, *carried, *messages[tail_start:]] if tail_start else [message, *carried]
-        after = self.estimate_chars(result)
+        changes = (Splice(0, tail_start or count, (message, *carried)),)
+        after = self.estimate_chars(self._sized(messages, result, changes))
         if self._refused(before, after, strict=False):
             await self._not_applied("reactive_compact", before, after,
                                     f"the summary would not make the history smaller; {self._holding(active_request)}")
             return _unchanged(messages)
         await self._emit("reactive_compact", before, after, len(old_history), [transcript])
-        return result
+        return self._derived(messages, result, changes, after)
 
     # --- the pipeline --------------------------------------------------------------------------
 
@@ -571,9 +604,38 @@ class Compactor:
         CompactionError when a step fails; its `partial` holds the lossless result of the steps
         before it (None when nothing succeeded).
         """
+        result, _ = await self._prepare(messages, active_request)
+        return list(result) if result is messages else result
+
+    async def prepare_changes(self, messages: Sequence[Message], active_request: str) -> tuple[Splice, ...]:
+        """What `prepare` would make of `messages`, as splices to apply in order (empty: nothing fired).
+
+        Costs time proportional to what changed: with a `core.store.History` nothing is copied or
+        walked when no step fires. The caller applies them (`History.apply`).
+        """
+        _, changes = await self._prepare(messages, active_request)
+        return changes
+
+    async def _prepare(
+        self, messages: Sequence[Message], active_request: str
+    ) -> tuple[list[Message], tuple[Splice, ...]]:
+        self._trail = (messages, ())
+        try:
+            result = await self._pipeline(messages, active_request)
+            trail = self._trail
+            changes = trail[1] if trail[0] is result else splice_between(messages, result)
+            return result, changes
+        except CompactionError as error:
+            if error.partial is messages:  # the caller's own list: hand back a copy, as before
+                error.partial = list(messages)
+            raise
+        finally:
+            self._trail = None
+            self._sizer.forget()
+
+    async def _pipeline(self, messages: Sequence[Message], active_request: str) -> list[Message]:
         settings = self.settings
-        original = messages
-        result = await self._step(self.tool_result_budget(list(messages)), None)
+        result = await self._step(self.tool_result_budget(messages), None)
         result = await self._step(self.snip_compact(result, active_request), result)
         if self.estimate_chars(result) > settings.context_char_limit:
             target = settings.micro_target_chars
@@ -582,7 +644,7 @@ class Compactor:
                 result = await self._step(self.fit_tool_results(result, target), result)
             if self.estimate_chars(result) > settings.context_char_limit:
                 result = await self._step(self._compact_history(result, active_request, None, strict=True), result)
-        return list(result) if result is original else result
+        return result
 
     async def dry_run(self, messages: Sequence[Message], active_request: str) -> list[CompactionStep]:
         """The steps `prepare` would take now, with the same figures; writes nothing, calls no model.
@@ -657,7 +719,7 @@ class Compactor:
         if not done:
             return _unchanged(messages)
         await self._emit(step, before, editor.chars, len(editor.changed), files, detail(done))
-        return editor.messages
+        return self._derived(messages, editor.messages, editor.splices(), editor.chars)
 
     async def _save_planned(self, plan: list[_Replacement]) -> list[str]:
         """Save every planned result that has no file yet, in one batch; returns the new files.

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.model.base import Model, ModelError
+from core.store import History
 from core.tokens import TokenCounter
 from core.usage import TokenCount, Window, window_for
 
@@ -52,7 +53,9 @@ async def count_next_request(
         else:
             if exact is not None:
                 return TokenCount(int(exact), "api")
-    estimate = await asyncio.to_thread(estimate_request, tokens, system, snapshot, tool_list)
+    # A History is counted as it is (its tally costs the new messages only); a snapshot would be a plain list.
+    counted = messages if isinstance(messages, History) else snapshot
+    estimate = await asyncio.to_thread(estimate_request, tokens, system, counted, tool_list)
     return TokenCount(estimate, "estimate", reason)
 
 

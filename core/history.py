@@ -1,7 +1,8 @@
 """Helpers for the history: a list of plain dicts in the Anthropic Messages API shape.
 
 Messages are treated as values: the core never mutates a message that is already in a history;
-a step that changes one builds a copy. That is what lets sizes be cached per message object.
+a step that changes one builds a copy. That is what lets the history's owner (core/store.py) keep
+per-message figures that follow its changes.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Iterator, Sequence
+from itertools import compress, count
 from typing import Any
 
 from core.breakdown import breakdown as breakdown  # the contract lives in core/breakdown.py
@@ -17,7 +19,7 @@ from core.events import Splice
 Message = dict[str, Any]
 Block = dict[str, Any]
 
-_CONTENT = operator.itemgetter("content")
+
 _LIST_BRACKETS = 2  # "[" and "]"
 _SEPARATOR = 2  # ", " between items, as json.dumps writes them
 
@@ -31,65 +33,6 @@ def _content_of(message: Any) -> Any:
     return message.get("content") if isinstance(message, dict) else message
 
 
-def _flatten(value: Any, out: list[Any]) -> None:
-    """Append a flat, exact description of `value`'s JSON shape and leaves to `out`.
-
-    Two values with equal flat descriptions serialise to the same JSON, so comparing descriptions
-    tells whether a cached length is still right even after in-place edits of nested blocks.
-    """
-    kind = type(value)
-    if kind is str:
-        out.append(value)
-    elif kind is dict:
-        out.append(len(value))
-        for key, item in value.items():
-            out.append(key)
-            _flatten(item, out)
-    elif kind is list:
-        out.append(-1 - len(value))
-        for item in value:
-            _flatten(item, out)
-    else:
-        out.append(kind)
-        out.append(value)
-
-
-def _signature(message: Any) -> tuple[Any, ...]:
-    out: list[Any] = []
-    _flatten(message, out)
-    return tuple(out)
-
-
-class _MessageSizeCache:
-    """Per-message serialised lengths, keyed by object identity and checked against a signature.
-
-    Each entry keeps the message (so its id cannot be reused while cached) and a flat signature
-    of its content; a message edited in place no longer matches and is measured again. Checking
-    a signature costs about a third of serialising the message.
-    """
-
-    def __init__(self, max_entries: int = 100_000) -> None:
-        self._entries: dict[int, tuple[Any, tuple[Any, ...], int]] = {}
-        self._max_entries = max_entries
-
-    def size(self, message: Any) -> int:
-        entry = self._entries.get(id(message))
-        signature = _signature(message)
-        if entry is not None and entry[0] is message and entry[1] == signature:
-            return entry[2]
-        length = message_chars(message)
-        if len(self._entries) >= self._max_entries:
-            self._entries.clear()
-        self._entries[id(message)] = (message, signature, length)
-        return length
-
-    def clear(self) -> None:
-        self._entries.clear()
-
-
-_CACHE = _MessageSizeCache()
-
-
 def list_chars(sizes: Sequence[int] | Iterator[int], count: int) -> int:
     """The JSON length of a list whose items serialise to `sizes`."""
     total = sum(sizes)
@@ -97,61 +40,24 @@ def list_chars(sizes: Sequence[int] | Iterator[int], count: int) -> int:
 
 
 def estimate_chars(messages: Sequence[Any]) -> int:
-    """Exactly `len(json.dumps(messages, default=str, ensure_ascii=False))`, from cached per-message sizes."""
-    size = _CACHE.size
-    return list_chars(map(size, messages), len(messages))
+    """Exactly `len(json.dumps(messages, default=str, ensure_ascii=False))`.
 
-
-class HistorySizer:
-    """`estimate_chars` for one growing history, in time proportional to what changed.
-
-    It remembers the last list it measured. When the next list starts with the same message
-    objects (with the same content objects), the known prefix is trusted, except its newest
-    `recheck` messages, which are checked again (the place where in-place edits happen); only the
-    new tail is measured. Anything else falls back to the checked per-message cache.
+    A `core.store.History` answers from its per-message tally (time proportional to its changes);
+    any other list has no record of what changed and is measured message by message.
     """
+    known = getattr(messages, "chars", None)  # a History keeps its own figure
+    if isinstance(known, int):
+        return known
+    return list_chars(map(message_chars, messages), len(messages))
 
-    def __init__(self, recheck: int = 4) -> None:
-        self._messages: list[Any] = []
-        self._contents: list[Any] = []
-        self._sizes: list[int] = []
-        self._total = 0
-        self._recheck = recheck
 
-    def measure(self, messages: Sequence[Any]) -> int:
-        known = len(self._messages)
-        if known and len(messages) >= known and self._same_prefix(messages, known):
-            for index in range(max(known - self._recheck, 0), known):
-                size = _CACHE.size(messages[index])
-                self._total += size - self._sizes[index]
-                self._sizes[index] = size
-            for message in messages[known:]:
-                self._append(message)
-        else:
-            self._messages, self._contents, self._sizes, self._total = [], [], [], 0
-            for message in messages:
-                self._append(message)
-        return _LIST_BRACKETS + self._total + _SEPARATOR * max(len(self._messages) - 1, 0)
+def __getattr__(name: str) -> Any:
+    """`HistorySizer` lives with the history's owner in core/store.py (imported late: no import cycle)."""
+    if name == "HistorySizer":
+        from core.store import HistorySizer
 
-    def _same_prefix(self, messages: Sequence[Any], known: int) -> bool:
-        """The known messages, holding the same content objects, start `messages`.
-
-        List equality runs in C and short-cuts on identity, so for the usual case (the same
-        objects) this costs a few microseconds per thousand messages; an equal but distinct
-        object also passes, and serialises to the same length.
-        """
-        prefix = list(messages[:known])
-        try:
-            return prefix == self._messages and list(map(_CONTENT, prefix)) == self._contents
-        except (KeyError, TypeError):  # not all dicts with content
-            return False
-
-    def _append(self, message: Any) -> None:
-        length = _CACHE.size(message)
-        self._messages.append(message)
-        self._contents.append(_content_of(message))
-        self._sizes.append(length)
-        self._total += length
+        return HistorySizer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- block and message predicates -------------------------------------------------------------
@@ -326,16 +232,19 @@ def _without_orphan_results(message: Message, asked: set[str]) -> Message | None
 def splice_between(old: Sequence[Any], new: Sequence[Any]) -> tuple[Splice, ...]:
     """The splice that turns `old` into `new`: messages kept by identity at both ends stay.
 
-    Empty when the two hold the same message objects in the same order.
+    Empty when the two hold the same message objects in the same order. The scans run in C
+    (`map(operator.is_not, ...)`), a few nanoseconds per message.
     """
-    limit = min(len(old), len(new))
-    start = 0
-    while start < limit and old[start] is new[start]:
-        start += 1
-    if start == len(old) == len(new):
+    shorter = min(len(old), len(new))
+    start = next(compress(count(), map(operator.is_not, old, new)), shorter)
+    room = shorter - start
+    suffix = 0
+    if room:
+        tail_old = reversed(old[start:]) if len(old) - start < len(old) else reversed(old)
+        tail_new = reversed(new[start:]) if len(new) - start < len(new) else reversed(new)
+        suffix = min(next(compress(count(), map(operator.is_not, tail_old, tail_new)), room), room)
+    removed = len(old) - start - suffix
+    added = tuple(new[start : len(new) - suffix])
+    if not removed and not added:
         return ()
-    end_old, end_new = len(old), len(new)
-    while end_old > start and end_new > start and old[end_old - 1] is new[end_new - 1]:
-        end_old -= 1
-        end_new -= 1
-    return (Splice(start, end_old - start, tuple(new[start:end_new])),)
+    return (Splice(start, removed, added),)

@@ -9,7 +9,6 @@ from typing import Any
 from pilot_helpers import settled, wait_for
 from rich.text import Text
 from textual.pilot import Pilot
-from textual.widgets import TextArea
 from textual.widgets.tree import TreeNode
 
 from core.agent import Agent
@@ -25,6 +24,7 @@ from tui.screens.archive import ArchiveScreen
 from tui.screens.archive_list import ArchiveListScreen
 from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.message_tree import MessageTree, NodeInfo
+from tui.widgets.text_view import TextView
 
 FORGED = "../../etc/passwd"
 
@@ -146,13 +146,13 @@ async def test_placeholder_node_opens_the_archived_text_with_search(tmp_path: Pa
         assert time.monotonic() - started < 3
         archived = (tmp_path / path).read_text(encoding="utf-8")
         assert screen.text == archived
-        assert screen.query_one("#archive-text", TextArea).text == archived
+        assert screen.query_one("#archive-text", TextView).text == archived
         assert path in str(screen.query_one("#archive-title").render())
 
         await pilot.press(*"line 2999", "enter")
         assert screen.matches == [(archived.index("line 2999"), archived.index("line 2999") + 9)]
         assert "1/1 matches" in str(screen.query_one("#archive-count").render())
-        area = screen.query_one("#archive-text", TextArea)
+        area = screen.query_one("#archive-text", TextView)
         assert area.selected_text == "line 2999"
         assert area.scroll_y > 0  # scrolled to the match
         await pilot.press("escape")

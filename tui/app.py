@@ -152,7 +152,7 @@ class CtxApp(App[None]):
                 f"({count(self.agent.chars)} chars): the inspector shows them",
             )
         self.message_tree.request_sync()
-        self.measure_context()
+        self.call_after_refresh(self.measure_context)  # tiktoken loads after the first frame
         if self.demo_commands:
             self.run_demo(self.demo_commands)
 
@@ -576,12 +576,13 @@ class CtxApp(App[None]):
                 if summary:
                     head += f"\nThe summary now in context:\n{summary}\n"
                 text = head + text
+                screen = ArchiveScreen(title, text, path=archived.path, size=archived.size)
             else:
-                text = await archive.read_text(archived.path)
-        except ArchiveError as error:
+                screen = await ArchiveScreen.for_file(title, archived.absolute, path=archived.path, size=archived.size)
+        except (ArchiveError, OSError) as error:
             self.notify(str(error), severity="error", markup=False)
             return
-        await self.push_screen(ArchiveScreen(title, text, path=archived.path, size=archived.size))
+        await self.push_screen(screen)
 
     @on(MessageTree.OpenBlock)
     async def _open_block(self, event: MessageTree.OpenBlock) -> None:

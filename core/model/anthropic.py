@@ -97,21 +97,26 @@ class AnthropicModel:
         self.timeout = timeout
         self.max_retries = max_retries
         self.retry_after_cap = retry_after_cap
-        if client is None:
-            import anthropic  # lazy: keeps `ctxtui --version` and first paint fast
-
-            kwargs: dict[str, Any] = {"max_retries": 0, "timeout": timeout}
-            if api_key is not None:
-                kwargs["api_key"] = api_key
-            if base_url is not None:
-                kwargs["base_url"] = base_url
-            try:
-                client = anthropic.AsyncAnthropic(**kwargs)
-            except anthropic.AnthropicError as error:
-                raise ModelError(f"cannot start the Anthropic client: {_one_line(str(error))}", "auth") from error
-        self.client = client
+        self._client = client
+        self._client_options: dict[str, Any] = {"max_retries": 0, "timeout": timeout}
+        if api_key is not None:
+            self._client_options["api_key"] = api_key
+        if base_url is not None:
+            self._client_options["base_url"] = base_url
         self._window: int | None = None
         self._window_asked = False
+
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        """The SDK client, made (and the SDK imported) on first use: after the app's first frame."""
+        if self._client is None:
+            import anthropic  # lazy: keeps `ctxtui --version` and first paint fast
+
+            try:
+                self._client = anthropic.AsyncAnthropic(**self._client_options)
+            except anthropic.AnthropicError as error:
+                raise ModelError(f"cannot start the Anthropic client: {_one_line(str(error))}", "auth") from error
+        return self._client
 
     @property
     def base_url(self) -> str:
@@ -267,7 +272,8 @@ class AnthropicModel:
                 await asyncio.sleep(delay)
 
     async def aclose(self) -> None:
-        await self.client.close()
+        if self._client is not None:
+            await self._client.close()
 
     # --- errors ---------------------------------------------------------------------------------
 

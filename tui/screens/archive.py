@@ -1,12 +1,19 @@
 """ArchiveScreen: a read-only, searchable view of archived text (or of a transcript, or of a block).
 
-The text sits in a read-only TextArea (virtualised, fine with 150,000+ characters). The search box
-finds every match (case-insensitive); Enter jumps to the next one, selects it and centres it.
+The text sits in a TextView that renders only the lines on screen, over a line index: a string in
+memory, or a file of any size read at the offsets of the visible lines (`ArchiveScreen.for_file`;
+the index of a large file is built in a worker, a chunk at a time, while the first lines already
+show). The search box finds every match (case-insensitive, literal); a large text is searched in a
+worker that shows its progress and is cancelled by the next keystroke. Enter jumps to the next
+match, highlights it and centres its line.
 """
 
 from __future__ import annotations
 
-import re
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import ClassVar
 
 from textual import on
@@ -15,12 +22,18 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Input, Static, TextArea
-from textual.widgets.text_area import Selection
+from textual.timer import Timer
+from textual.widgets import Input, Static
+from textual.worker import get_current_worker
 
 from tui.format import count
+from tui.line_source import FileLines, Found, LineSource, TextLines, search
+from tui.widgets.text_view import TextView
 
 MAX_MATCHES = 100_000
+SMALL_FILE = 2 * 1024 * 1024  # files up to this size are read whole and searched at once
+SYNC_SEARCH_CHARS = 2_000_000  # texts up to this size are searched without a worker
+TYPING_PAUSE = 0.15  # seconds without a keystroke before a worker search starts
 
 
 class ArchiveScreen(ModalScreen[None]):
@@ -39,15 +52,50 @@ class ArchiveScreen(ModalScreen[None]):
         Binding("ctrl+end", "scroll_text('end')", "Bottom", show=False, id="archive.bottom"),
     ]
 
-    def __init__(self, title: str, text: str, *, path: str | None = None, size: int | None = None) -> None:
+    def __init__(
+        self,
+        title: str,
+        text: str,
+        *,
+        path: str | None = None,
+        size: int | None = None,
+        source: LineSource | None = None,
+    ) -> None:
         super().__init__()
         self.title_text = title
-        self.text = text
+        self.source: LineSource = source if source is not None else TextLines(text)
         self.path = path
         self.file_size = size
         self.matches: list[tuple[int, int]] = []
+        self.found: list[Found] = []
         self.current = -1
+        self.searching = False
         self._query = ""
+        self._pending_jump = 0
+        self._search_timer: Timer | None = None
+
+    @classmethod
+    async def for_file(
+        cls, title: str, absolute: Path, *, path: str | None = None, size: int | None = None
+    ) -> ArchiveScreen:
+        """View a file without reading it whole (a small one is simply read, off the event loop).
+
+        Raises OSError when the file cannot be read.
+        """
+        on_disk = (await asyncio.to_thread(absolute.stat)).st_size
+        if on_disk <= SMALL_FILE:
+            data = await asyncio.to_thread(absolute.read_bytes)
+            return cls(title, data.decode("utf-8", errors="replace"), path=path, size=size)
+        return cls(title, "", path=path, size=size, source=FileLines(absolute, on_disk))
+
+    @property
+    def text(self) -> str:
+        """The whole text (a large file is read whole: for tests and small files)."""
+        return self.source.full_text()
+
+    @property
+    def indexing(self) -> bool:
+        return not self.source.done
 
     def compose(self) -> ComposeResult:
         with Vertical(id="archive-dialog", classes="dialog"):
@@ -55,10 +103,7 @@ class ArchiveScreen(ModalScreen[None]):
             with Horizontal(id="archive-search-row"):
                 yield Input(placeholder="search (case-insensitive)…", id="archive-search")
                 yield Static(Content(""), id="archive-count")
-            yield TextArea(
-                self.text, read_only=True, soft_wrap=True, show_line_numbers=True, id="archive-text",
-                highlight_cursor_line=False,
-            )
+            yield TextView(self.source, id="archive-text")
             yield Static(
                 Content("esc close · type to search · enter/F3 next · shift+F3 previous · ↑↓ PgUp PgDn scroll · tab to the text"),
                 classes="dialog--hint",
@@ -68,14 +113,50 @@ class ArchiveScreen(ModalScreen[None]):
         parts: list[str | tuple[str, str]] = [(self.title_text, "bold")]
         if self.path:
             parts.append(("  " + self.path, "$text-accent"))
-        lines = self.text.count("\n") + (0 if not self.text or self.text.endswith("\n") else 1)
-        parts.append((f"  · {count(len(self.text))} chars · {count(lines)} lines", "dim"))
+        source = self.source
+        if source.chars is None:
+            progress = source.progress if isinstance(source, FileLines) else 0.0
+            parts.append((f"  · indexing {progress:.0%} · {count(source.line_count)} lines so far", "dim"))
+        else:
+            parts.append((f"  · {count(source.chars)} chars · {count(source.line_count)} lines", "dim"))
         if self.file_size is not None:
             parts.append((f" · {count(self.file_size)} bytes on disk", "dim"))
         return Content.assemble(*parts)
 
     def on_mount(self) -> None:
         self.query_one("#archive-search", Input).focus()
+        self.text_area.update_size()
+        if isinstance(self.source, FileLines) and not self.source.done:
+            self.run_worker(
+                self._index, thread=True, exclusive=True, group="archive-index", exit_on_error=False,
+                description="index the archived file",
+            )
+
+    def on_unmount(self) -> None:
+        if isinstance(self.source, FileLines):
+            self.source.close()
+
+    def _index(self) -> None:
+        """Worker thread: index the file a chunk at a time; the view grows after each chunk."""
+        source = self.source
+        assert isinstance(source, FileLines)
+        worker = get_current_worker()
+        with source.path.open("rb") as handle:
+            while not worker.is_cancelled and not source.index_chunk(handle):
+                self._from_thread(self._indexed)
+        self._from_thread(self._indexed)
+
+    def _from_thread(self, callback: Callable[..., object], *args: object) -> None:
+        try:
+            self.app.call_from_thread(callback, *args)
+        except RuntimeError:  # the app is closing
+            pass
+
+    def _indexed(self) -> None:
+        if not self.is_mounted:
+            return
+        self.text_area.update_size()
+        self.query_one("#archive-title", Static).update(self._title())
 
     def action_scroll_text(self, how: str) -> None:
         """Scroll the text while the search box has focus (the text area handles its own keys)."""
@@ -93,26 +174,89 @@ class ArchiveScreen(ModalScreen[None]):
     # --- search ---------------------------------------------------------------------------------
 
     @property
-    def text_area(self) -> TextArea:
-        return self.query_one("#archive-text", TextArea)
+    def text_area(self) -> TextView:
+        return self.query_one("#archive-text", TextView)
 
-    def find(self, query: str) -> None:
-        """Find every match of `query` (case-insensitive, literal)."""
+    def find(self, query: str, now: bool = True) -> None:
+        """Find every match of `query` (case-insensitive, literal): at once for a small text, else in a worker.
+
+        `now=False` (typing) waits a moment for the next keystroke before a worker search starts.
+        """
+        if self._search_timer is not None:
+            self._search_timer.stop()
+            self._search_timer = None
         self._query = query
         self.current = -1
-        self.matches = []
-        if query:
-            pattern = re.compile(re.escape(query), re.IGNORECASE)
-            for number, match in enumerate(pattern.finditer(self.text)):
-                if number >= MAX_MATCHES:
-                    break
-                self.matches.append((match.start(), match.end()))
-        self._show_count()
+        self._pending_jump = 0
+        self._set_found([])
+        self.text_area.show(None)
+        small = isinstance(self.source, TextLines) and len(self.source.text) <= SYNC_SEARCH_CHARS
+        if not query or small:
+            self.searching = False
+            self.workers.cancel_group(self, "archive-search")
+            self._set_found(search(self.source, query, MAX_MATCHES) or [] if query else [])
+            self._show_count()
+            return
+        self.searching = True
+        self._show_count(0)
+        self.workers.cancel_group(self, "archive-search")
+        if now:
+            self._start_search(query)
+        else:
+            self._search_timer = self.set_timer(TYPING_PAUSE, lambda: self._start_search(query))
 
-    def _show_count(self) -> None:
+    def _start_search(self, query: str) -> None:
+        self._search_timer = None
+        if query != self._query:
+            return
+        self.run_worker(
+            lambda: self._search(query), thread=True, exclusive=True, group="archive-search",
+            exit_on_error=False, description="search the archived text",
+        )
+
+    def _search(self, query: str) -> None:
+        """Worker thread: scan the text chunk by chunk; stops when a newer search replaces it."""
+        worker = get_current_worker()
+        source = self.source
+        while not source.done and not worker.is_cancelled:  # the index is still being built
+            time.sleep(0.01)
+        total = source.chars or 1
+
+        def progress(scanned: int, matches: int) -> None:
+            self._from_thread(self._search_progress, query, scanned / total, matches)
+
+        found = search(source, query, MAX_MATCHES, lambda: worker.is_cancelled, progress)
+        if found is not None and not worker.is_cancelled:
+            self._from_thread(self._search_done, query, found)
+
+    def _search_progress(self, query: str, fraction: float, matches: int) -> None:
+        if query != self._query or not self.searching or not self.is_mounted:
+            return
+        self._show_count(fraction, matches)
+
+    def _search_done(self, query: str, found: list[Found]) -> None:
+        if query != self._query or not self.is_mounted:
+            return
+        self.searching = False
+        self._set_found(found)
+        self._show_count()
+        self._jump_if_pending()
+
+    def _jump_if_pending(self) -> None:
+        if self._pending_jump and self.found:
+            step, self._pending_jump = self._pending_jump, 0
+            self.jump(step)
+
+    def _set_found(self, found: list[Found]) -> None:
+        self.found = found
+        self.matches = [(item.start, item.end) for item in found]
+
+    def _show_count(self, searching: float | None = None, so_far: int = 0) -> None:
         label = self.query_one("#archive-count", Static)
         if not self._query:
             label.update(Content(""))
+        elif searching is not None:
+            label.update(Content(f"searching… {searching:.0%} · {count(so_far)} so far"))
         elif not self.matches:
             label.update(Content.styled("no matches", "$text-error"))
         else:
@@ -121,28 +265,25 @@ class ArchiveScreen(ModalScreen[None]):
             label.update(Content(f"{position}/{count(len(self.matches))}{more} matches"))
 
     def jump(self, step: int) -> None:
-        if not self.matches:
+        """Go to the next (`step` 1) or previous (-1) match; while a search runs, once it finds one."""
+        if not self.found:
+            if self.searching:
+                self._pending_jump = step
             return
-        self.current = (self.current + step) % len(self.matches)
-        start, end = self.matches[self.current]
-        area = self.text_area
-        document = area.document
-        area.selection = Selection(
-            document.get_location_from_index(start),  # type: ignore[attr-defined]
-            document.get_location_from_index(end),  # type: ignore[attr-defined]
-        )
-        area.scroll_cursor_visible(center=True)
-        self._show_count()
+        self.current = (self.current + step) % len(self.found)
+        self.text_area.show(self.found[self.current])
+        if not self.searching:
+            self._show_count()
 
     @on(Input.Changed, "#archive-search")
     def _changed(self, event: Input.Changed) -> None:
-        self.find(event.value)
+        self.find(event.value, now=False)
 
     @on(Input.Submitted, "#archive-search")
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        if event.value != self._query:
-            self.find(event.value)
+        if event.value != self._query or self._search_timer is not None:
+            self.find(event.value)  # start now: no need to wait for another keystroke
         self.jump(1)
 
     def action_search(self) -> None:

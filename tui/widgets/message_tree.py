@@ -1,8 +1,10 @@
 """MessageTree: one node per message of the history, children per block, markers styled by kind.
 
-The tree follows `agent.messages` in place: it keeps (message object, node) pairs and diffs them by
-identity against the current history (the common prefix stays, the rest is removed and re-added), in
-chunks with `asyncio.sleep(0)` between them. Block children are added when a message is expanded.
+The tree follows `agent.messages` in place: it keeps (message object, node) pairs and applies the
+history's splices (`apply`; a `core.store.History` hands them over through a ChangeFeed), touching only
+the nodes that changed: a replaced message is relabelled in place, removed ones are dropped in one
+cut, new ones are added in chunks with `asyncio.sleep(0)` between them. A plain list is diffed by
+identity (common prefix and suffix stay). Block children are added when a message is expanded.
 
 A marker is styled (and can be opened) only if the archive resolves its path; anything else, including
 a forged `[Earlier tool result saved at ../../etc/passwd]`, is shown as the plain text it is.
@@ -19,14 +21,17 @@ from typing import Any, ClassVar
 from rich.style import Style
 from rich.text import Text
 from textual import on
+from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import Tree
+from textual.widgets._tree import _TreeLine
 from textual.widgets.tree import TreeNode
 from textual.worker import Worker
 
 from core.archive import Archive, ArchivedFile
-from core.history import estimate_chars, result_text
+from core.history import Splice, estimate_chars, message_chars, result_text, splice_between
 from core.markers import Marker, parse_marker
+from core.store import ChangeFeed, History
 from tui.format import count, one_line, plural, size_bytes, tool_input_summary
 
 CHUNK = 500
@@ -46,6 +51,8 @@ class NodeInfo:
     archived: ArchivedFile | None = None
     populated: bool = False
     markers: dict[str, int] = field(default_factory=dict)
+    body: Text | None = field(default=None, repr=False, compare=False)  # the label after "#N "
+    leaf: bool = field(default=False, repr=False, compare=False)
 
     @property
     def trusted(self) -> bool:
@@ -123,6 +130,11 @@ class MessageTree(Tree[NodeInfo]):
         measure: Callable[[Sequence[dict[str, Any]]], int] = estimate_chars,
         id: str | None = None,
     ) -> None:
+        # the line-cache bookkeeping first: Tree.__init__ already invalidates
+        self._widths: dict[int, tuple[object, int]] = {}
+        self._appending = False  # adding message nodes after every existing one
+        self._append_base: tuple[list[_TreeLine[NodeInfo]], int] | None = None
+        self._full_build = False
         super().__init__("history", id=id)
         self.measure = measure
         self.show_root = False
@@ -130,6 +142,8 @@ class MessageTree(Tree[NodeInfo]):
         self.archive = archive
         self.source = source
         self.entries: list[tuple[dict[str, Any], TreeNode[NodeInfo]]] = []
+        self._feed: ChangeFeed | None = None
+        self._followed: History | None = None
         self._dirty = False
         self._worker: Worker[None] | None = None
         self._resolved: dict[str, ArchivedFile | None] = {}
@@ -152,31 +166,82 @@ class MessageTree(Tree[NodeInfo]):
     async def _sync_loop(self) -> None:
         while self._dirty:
             self._dirty = False
-            await self.sync(list(self.source()))
+            messages = self.source()
+            if isinstance(messages, History):
+                if self._feed is None or self._followed is not messages:
+                    self._followed, self._feed = messages, ChangeFeed(messages)
+                    await self.sync(list(messages))
+                else:
+                    await self.apply(self._feed.take())
+            else:
+                self._followed = self._feed = None
+                await self.sync(list(messages))
 
     async def sync(self, messages: list[dict[str, Any]]) -> None:
-        """Diff by identity: keep the common prefix, drop the rest, add the new tail in chunks."""
+        """Bring the tree in line with `messages`, diffed by identity (common prefix and suffix stay)."""
+        await self.apply(splice_between([message for message, _ in self.entries], messages))
+
+    async def apply(self, changes: Sequence[Splice]) -> None:
+        """Apply the history's splices, in order, touching only the nodes they change.
+
+        A splice with `removed == -1` replaces everything.
+        """
+        for change in changes:
+            removed = len(self.entries) if change.removed < 0 else change.removed
+            await self._splice(change.start, removed, change.added)
+        self._finish()
+
+    async def _splice(self, start: int, removed: int, added: Sequence[dict[str, Any]]) -> None:
         entries = self.entries
-        keep = 0
-        limit = min(len(entries), len(messages))
-        while keep < limit and entries[keep][0] is messages[keep]:
-            keep += 1
-        if keep == 0 and entries:
-            self.root.remove_children()
-            entries.clear()
-        elif keep < len(entries):
-            for _, node in reversed(entries[keep:]):
-                node.remove()
-            del entries[keep:]
-        for index in range(keep, len(messages)):
-            message = messages[index]
-            entries.append((message, self._add_message(index, message)))
-            if (index - keep + 1) % CHUNK == 0:
+        kept = min(removed, len(added))
+        for offset in range(kept):  # same place, new message: relabel the node in place
+            index = start + offset
+            entries[index] = (added[offset], self._update_node(entries[index][1], index, added[offset]))
+        if removed > kept:
+            self._drop(start + kept, start + removed)
+        for offset in range(kept, len(added)):
+            index = start + offset
+            entries.insert(index, (added[offset], self._add_message(index, added[offset])))
+            if (offset - kept + 1) % CHUNK == 0:
                 await asyncio.sleep(0)
-                if self._dirty:
-                    return  # the history moved on; the loop diffs again
-        self.border_title = f"Messages · {count(len(messages))} · {count(self.measure(messages))} chars"
-        if not self.has_focus and entries:
+        if removed != len(added):
+            self._renumber(start + len(added))
+
+    def _drop(self, start: int, stop: int) -> None:
+        """Remove the nodes of messages `start:stop` in one cut.
+
+        TreeNode.remove looks its node up in the parent's children (linear), which makes removing
+        many nodes quadratic; the root's children line up with `entries`, so one slice does it.
+        """
+        nodes = [node for _, node in self.entries[start:stop]]
+        del self.root._children[start:stop]
+        for node in nodes:
+            node._remove_children()
+            self._tree_nodes.pop(node.id, None)
+            self._widths.pop(node.id, None)
+        del self.entries[start:stop]
+        self._invalidate()
+
+    def _renumber(self, start: int) -> None:
+        """Messages from `start` on moved: give them their new numbers (labels and indices)."""
+        for index in range(start, len(self.entries)):
+            node = self.entries[index][1]
+            info = node.data
+            if info is None or info.index == index:
+                continue
+            info.index = index
+            for child in node.children:
+                if child.data is not None:
+                    child.data.index = index
+            self._set_label(node, self._numbered(info))
+        self.refresh()
+
+    def _finish(self) -> None:
+        self.refresh()
+        messages = self.source()
+        measured = messages if isinstance(messages, History) else [message for message, _ in self.entries]
+        self.border_title = f"Messages · {count(len(self.entries))} · {count(self.measure(measured))} chars"
+        if not self.has_focus and self.entries:
             self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
 
     def node_for(self, index: int) -> TreeNode[NodeInfo]:
@@ -211,25 +276,60 @@ class MessageTree(Tree[NodeInfo]):
         return marker, self.resolve(marker.path)
 
     def _add_message(self, index: int, message: dict[str, Any]) -> TreeNode[NodeInfo]:
+        info = self._message_info(index, message)
+        label = self._numbered(info)
+        self._appending = index == len(self.root._children)
+        try:
+            if info.leaf:
+                return self.root.add_leaf(label, info, before=index)
+            return self.root.add(label, info, before=index, allow_expand=_has_blocks(message))
+        finally:
+            self._appending = False
+
+    def _update_node(self, node: TreeNode[NodeInfo], index: int, message: dict[str, Any]) -> TreeNode[NodeInfo]:
+        """Show `message` in an existing node: new label and data, block children built again."""
+        info = self._message_info(index, message)
+        expanded = node.is_expanded
+        if node.children:
+            node.remove_children()
+        node.data = info
+        node.allow_expand = not info.leaf and _has_blocks(message)
+        self._set_label(node, self._numbered(info))
+        if expanded and node.allow_expand:
+            self.populate(node)
+        return node
+
+    def _set_label(self, node: TreeNode[NodeInfo], label: Text) -> None:
+        # TreeNode.set_label schedules one refresh per node; the caller refreshes once instead.
+        node._label = label
+        node._updates += 1
+        self._updates += 1
+
+    def _numbered(self, info: NodeInfo) -> Text:
+        """The node's label: its number (which moves when earlier messages go) and its body."""
+        number = Text(f"#{info.index + 1} ", style=self._style("muted"))
+        body = info.body if info.body is not None else Text("")
+        label = Text.assemble(number, body)
+        return Text("  ").append_text(label) if info.leaf else label  # leaves line up with ▶
+
+    def _message_info(self, index: int, message: dict[str, Any]) -> NodeInfo:
         content = message.get("content") if isinstance(message, dict) else None
         role = str(message.get("role", "?")) if isinstance(message, dict) else "?"
-        size = estimate_chars([message]) - 2
-        number = Text(f"#{index + 1} ", style=self._style("muted"))
+        size = message_chars(message)
         if isinstance(content, str) or not isinstance(content, list):
             text = content if isinstance(content, str) else str(content)
             marker, archived = self._trusted_marker(text)
             if marker is not None and archived is not None:
-                info = NodeInfo(marker.kind, index, message, marker=marker, archived=archived)
-                label = Text.assemble(number, self._marker_label(marker), self._size_label(size))
+                info = NodeInfo(marker.kind, index, message, marker=marker, archived=archived, leaf=True)
+                info.body = Text.assemble(self._marker_label(marker), self._size_label(size))
             else:
-                info = NodeInfo("message", index, message, marker=marker)
-                label = Text.assemble(
-                    number, (role, self._style(role)), (f' · "{one_line(text, 60)}"', ""), self._size_label(size)
+                info = NodeInfo("message", index, message, marker=marker, leaf=True)
+                info.body = Text.assemble(
+                    (role, self._style(role)), (f' · "{one_line(text, 60)}"', ""), self._size_label(size)
                 )
                 if marker is not None:
-                    label.append(" · unverified marker", style=self._style("muted"))
-            label = Text("  ").append_text(label)  # line up with the ▶ of expandable rows
-            return self.root.add_leaf(label, info)
+                    info.body.append(" · unverified marker", style=self._style("muted"))
+            return info
 
         info = NodeInfo("message", index, message)
         kinds: dict[str, int] = {}
@@ -247,7 +347,7 @@ class MessageTree(Tree[NodeInfo]):
                     info.markers[marker.kind] = info.markers.get(marker.kind, 0) + 1
                 if block.get("is_error"):
                     info.markers["error"] = info.markers.get("error", 0) + 1
-        label = Text.assemble(number, (role, self._style(role)))
+        label = Text.assemble((role, self._style(role)))
         for kind, number_of in kinds.items():
             label.append(f" · {kind}" + (f" ×{number_of}" if number_of > 1 else ""))
         if names:
@@ -258,7 +358,8 @@ class MessageTree(Tree[NodeInfo]):
                 label.append(f" · {glyph}{info.markers[kind]}", style=self._style(kind))
         if info.markers.get("error"):
             label.append(f" · ✗{info.markers['error']}", style=self._style("error"))
-        return self.root.add(label, info, allow_expand=bool(content))
+        info.body = label
+        return info
 
     def _size_label(self, chars: int) -> Text:
         return Text(f" · {count(chars)} chars", style=self._style("muted"))
@@ -336,10 +437,47 @@ class MessageTree(Tree[NodeInfo]):
         return Text(f"{kind} block"), info
 
     def get_label_width(self, node: TreeNode[NodeInfo]) -> int:
-        """Cheap width (the default renders every label on every rebuild: slow for 5,000 nodes)."""
+        """Cheap width, measured once per label (the default renders every label on every rebuild)."""
         label = node.label
-        width = label.cell_len if isinstance(label, Text) else len(str(label))
+        cached = self._widths.get(node.id)
+        if cached is not None and cached[0] is label:
+            width = cached[1]
+        else:
+            width = label.cell_len if isinstance(label, Text) else len(str(label))
+            self._widths[node.id] = (label, width)
         return width + (len(self.ICON_NODE) if node.allow_expand else 0)
+
+    # --- the line cache: appends extend it instead of rebuilding it ---------------------------------
+
+    def _invalidate(self) -> None:
+        if self._appending:
+            if self._append_base is None and not self._full_build and self._tree_lines_cached is not None:
+                # the node just added is the root's last child; every line built so far comes before it
+                self._append_base = (self._tree_lines_cached, len(self.root._children) - 1)
+        else:
+            self._full_build = True
+            self._append_base = None
+        super()._invalidate()
+
+    def _build(self) -> None:
+        """Tree._build walks every node; when messages were only appended, extend the last lines instead.
+
+        Tree keeps one line per visible node in `_tree_lines_cached`. With show_root off, a root
+        child's lines depend on nothing after it, so appended children just add lines at the end.
+        """
+        base, full = self._append_base, self._full_build
+        self._append_base, self._full_build = None, False
+        if base is None or full or self.show_root:
+            super()._build()
+            return
+        lines, first = base
+        width = self.virtual_size.width
+        for node in self.root._children[first:]:
+            node._line = len(lines)
+            lines.append(_TreeLine([node], True))
+            width = max(width, self.get_label_width(node))
+        self._tree_lines_cached = lines
+        self.virtual_size = Size(width, len(lines))
 
     # --- interaction ----------------------------------------------------------------------------
 
@@ -363,3 +501,8 @@ class MessageTree(Tree[NodeInfo]):
             self.post_message(self.Untrusted(info))
         else:
             self.post_message(self.OpenBlock(info))
+
+
+def _has_blocks(message: dict[str, Any]) -> bool:
+    content = message.get("content") if isinstance(message, dict) else None
+    return isinstance(content, list) and bool(content)

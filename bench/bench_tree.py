@@ -1,0 +1,154 @@
+"""The message tree at size (issue 12), against a plain Textual `Tree` holding the same nodes, same run.
+
+Rows:
+  1. re-sync after an edit near the front (message 3 replaced by a copy, as micro_compact does) at
+     1,000 / 5,000 / 20,000 messages: from the change until the tree is in line and its line cache
+     (what the next frame draws) is rebuilt. Peer: a plain Tree with the same number of nodes
+     relabelling its third node (`set_label`), to its rebuilt line cache.
+  2. append one message at 5,000: median and worst of 30, the same way. Peer: a plain Tree of 5,000
+     nodes getting one more leaf.
+The frame itself (painting the visible lines) costs the same for both and is left out.
+
+Both trees are in a small headless app of their own (Textual Pilot, 120x40), so only the tree's cost
+is measured. Run: python bench/bench_tree.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench_history import history, turn
+from textual.app import App, ComposeResult
+from textual.pilot import Pilot
+from textual.widget import Widget
+from textual.widgets import Tree
+
+from core.archive import Archive
+from core.store import History
+from tui.widgets.message_tree import MessageTree
+
+SIZE = (120, 40)
+
+
+class Host(App[None]):
+    def __init__(self, widget: Widget) -> None:
+        super().__init__()
+        self.widget = widget
+
+    def compose(self) -> ComposeResult:
+        yield self.widget
+
+
+async def until(pilot: Pilot[Any], condition: Callable[[], bool], tree: Tree[Any]) -> None:
+    """Wait for `condition`, then for the tree's lines to be rebuilt (what the next frame draws from)."""
+    while not condition():  # noqa: ASYNC110 - polling as fast as the loop turns is the measurement
+        await asyncio.sleep(0)
+    tree._tree_lines  # noqa: B018 - builds the line cache now if the change invalidated it
+
+
+async def tree_edit(archive: Archive, count: int, repeats: int = 5) -> float:
+    messages = History(history(count))
+    tree = MessageTree(archive, lambda: messages)
+    async with Host(tree).run_test(size=SIZE) as pilot:
+        tree.request_sync()
+        await until(pilot, lambda: not tree.syncing, tree)
+        times = []
+        for number in range(repeats):
+            edited = {**messages[2], "content": [{**messages[2]["content"][0], "content": f"[edit {number}]"}]}
+            start = time.perf_counter()
+            messages[2] = edited
+            tree.request_sync()
+            await until(pilot, lambda edited=edited: not tree.syncing and tree.entries[2][0] is edited, tree)
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+async def plain_edit(count: int, repeats: int = 5) -> float:
+    tree: Tree[None] = Tree("history")
+    async with Host(tree).run_test(size=SIZE) as pilot:
+        tree.show_root = False
+        for number in range(count):
+            tree.root.add(f"#{number + 1} message {number}", allow_expand=True)
+        await pilot.pause()
+        node = tree.root.children[2]
+        times = []
+        for number in range(repeats):
+            start = time.perf_counter()
+            node.set_label(f"#3 edited {number}")
+            await until(pilot, lambda: True, tree)
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+async def tree_append(archive: Archive, count: int, appends: int = 30) -> list[float]:
+    messages = History(history(count))
+    tree = MessageTree(archive, lambda: messages)
+    async with Host(tree).run_test(size=SIZE) as pilot:
+        tree.request_sync()
+        await until(pilot, lambda: not tree.syncing, tree)
+        times = []
+        extra = [message for number in range(appends) for message in turn(900_000 + number)][:appends]
+        for message in extra:
+            await pilot.pause(0.02)
+            start = time.perf_counter()
+            messages.append(message)
+            tree.request_sync()
+            await until(pilot, lambda message=message: not tree.syncing and tree.entries[-1][0] is message, tree)
+            times.append(time.perf_counter() - start)
+    return times
+
+
+async def plain_append(count: int, appends: int = 30) -> list[float]:
+    tree: Tree[None] = Tree("history")
+    async with Host(tree).run_test(size=SIZE) as pilot:
+        tree.show_root = False
+        for number in range(count):
+            tree.root.add(f"#{number + 1} message {number}", allow_expand=True)
+        await pilot.pause()
+        times = []
+        for number in range(appends):
+            await pilot.pause(0.02)
+            start = time.perf_counter()
+            tree.root.add_leaf(f"#{count + number + 1} one more")
+            await until(pilot, lambda: True, tree)
+            times.append(time.perf_counter() - start)
+    return times
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:8.1f} ms"
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="ctxtui-bench-") as tmp:
+        archive = Archive(Path(tmp))
+        rows = []
+        for count in (1_000, 5_000, 20_000):
+            ours = await tree_edit(archive, count)
+            peer = await plain_edit(count)
+            rows.append((f"re-sync after an edit near the front, {count:,} msgs", ms(ours),
+                         f"plain Tree relabel {ms(peer).strip()}: {ours / peer:5.2f}x (goal: 20k under 100 ms)"))
+        ours_append = await tree_append(archive, 5_000)
+        peer_append = await plain_append(5_000)
+    ours_median, peer_median = statistics.median(ours_append), statistics.median(peer_append)
+    rows.append(("append one message at 5,000: median", ms(ours_median),
+                 f"plain Tree add_leaf {ms(peer_median).strip()}: {ours_median / peer_median:5.2f}x (goal under 5 ms)"))
+    rows.append(("                                 worst", ms(max(ours_append)),
+                 f"plain Tree {ms(max(peer_append)).strip()}"))
+    width = max(len(row[0]) for row in rows)
+    print(f"ctxtui message tree bench (Textual headless {SIZE[0]}x{SIZE[1]}, Python {sys.version.split()[0]})")
+    for name, value, ratio in rows:
+        print(f"{name:<{width}}  {value}  {ratio}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
