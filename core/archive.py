@@ -58,6 +58,7 @@ def make_private_dir(path: Path, base: Path) -> None:
     """
     if not Path(path).is_relative_to(base):
         raise ValueError(f"{path} is not inside {base}")
+    os.makedirs(base, exist_ok=True)  # the workdir itself is the user's: made only if missing, mode untouched
     chain: list[Path] = []
     current = Path(path)
     while current != base:
