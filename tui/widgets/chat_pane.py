@@ -2,6 +2,9 @@
 
 The transcript is anchored once and never scrolled per chunk. Old block widgets are pruned beyond
 `max_blocks`; the history itself lives in the agent, so nothing is lost (the inspector shows it).
+The screen calls one public method per core event; `replay` rebuilds the chat of a resumed session
+from its history. Untrusted text is escaped (`core.text.visible`) before it becomes Content or
+Markdown.
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownStream
 
 from core.events import CompactionStep
-from tui.format import duration
+from core.history import result_text
+from core.markers import parse_marker
+from core.text import visible
+from tui.format import duration, plural
 from tui.widgets.chat_blocks import AssistantBlock, CompactionNotice, ErrorLine, NoticeLine, UserBlock
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.line import Line
@@ -103,6 +109,8 @@ class ChatPane(Vertical):
     """
 
     max_blocks = 200
+    replay_blocks = 100
+    """A resumed session shows its newest `replay_blocks` blocks (the inspector holds everything)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -155,7 +163,7 @@ class ChatPane(Vertical):
             await self._add(self._assistant)
             self._stream = Markdown.get_stream(self._assistant)
         self._streamed = True
-        await self._stream.write(fragment)
+        await self._stream.write(visible(fragment))
 
     async def end_assistant(self, content: list[dict[str, Any]] | None = None) -> None:
         """The assistant message is complete: stop the stream (or show text that was never streamed)."""
@@ -167,7 +175,7 @@ class ChatPane(Vertical):
                 str(block.get("text", "")) for block in content if block.get("type") == "text"
             ).strip()
             if text:
-                await self._add(AssistantBlock(text))
+                await self._add(AssistantBlock(visible(text)))
         self._assistant = None
         self._streamed = False
 
@@ -193,6 +201,11 @@ class ChatPane(Vertical):
     async def add_welcome(self, markdown: str) -> None:
         await self._add(AssistantBlock(markdown, classes="welcome"))
 
+    async def add_help(self, markdown: str) -> None:
+        """ctxtui's own help text (trusted Markdown)."""
+        await self.end_assistant()
+        await self._add(AssistantBlock(markdown, classes="help"))
+
     async def add_notice(self, text: str, *, icon: str = "ℹ", warning: bool = False) -> None:
         await self._add(NoticeLine(text, icon=icon, warning=warning))
 
@@ -216,6 +229,49 @@ class ChatPane(Vertical):
         self.pruned = 0
         await self.transcript.remove_children()
 
+    # --- the turn's state ------------------------------------------------------------------------
+
+    def set_busy(self, busy: bool, activity: str) -> None:
+        """A turn started (the indicator runs, the prompt shows it) or ended."""
+        self.input.set_class(busy, "-busy")
+        if busy:
+            self.indicator.start(activity)
+        else:
+            self.indicator.stop()
+
+    def set_activity(self, label: str) -> None:
+        self.indicator.set_label(label)
+
+    def set_waiting(self, waiting: bool) -> None:
+        """The permission dialog is up (or was answered): running tool blocks say so."""
+        for block in self.tools.values():
+            if not block.finished:
+                block.set_waiting(waiting)
+
+    # --- a resumed session ---------------------------------------------------------------------
+
+    async def replay(self, messages: list[dict[str, Any]]) -> None:
+        """Show a resumed history as it was: user and assistant text, tool calls with their results,
+        compaction markers as notices; only the newest `replay_blocks` blocks are built. The prompt
+        history is restored from the user's own messages."""
+        await self.end_assistant()
+        specs = replay_specs(messages)
+        self.input.prompt_history[:0] = [
+            message["content"] for message in messages
+            if message.get("role") == "user" and isinstance(message.get("content"), str)
+            and parse_marker(message["content"]) is None
+        ]
+        shown = specs[-self.replay_blocks:]
+        if len(shown) < len(specs):
+            await self._add(NoticeLine(
+                f"{plural(len(specs) - len(shown), 'earlier block')} not shown (the inspector holds the whole history)",
+                icon="…",
+            ))
+        if shown and self.transcript.is_attached:
+            await self.transcript.mount_all([spec.widget() for spec in shown])
+            self._prune()
+        self.transcript.anchor()
+
     def toggle_tools(self) -> None:
         """Expand every tool block, or collapse them all if any is expanded."""
         blocks = list(self.transcript.query(ToolBlock))
@@ -231,3 +287,76 @@ class ChatPane(Vertical):
             self.transcript.scroll_page_up()
         else:
             self.transcript.scroll_page_down()
+
+
+class _Spec:
+    """One block of a replayed history, built into a widget only if it is among the newest."""
+
+    def __init__(self, kind: str, text: str = "", tool: tuple[str, str, dict[str, Any]] | None = None) -> None:
+        self.kind = kind
+        self.text = text
+        self.tool = tool
+        self.result: tuple[str, bool] | None = None
+
+    def widget(self) -> Widget:
+        if self.kind == "user":
+            return UserBlock(self.text)
+        if self.kind == "assistant":
+            return AssistantBlock(visible(self.text))
+        if self.kind == "marker":
+            return NoticeLine(self.text, icon="Σ")
+        assert self.tool is not None
+        block = ToolBlock(*self.tool)
+        output, is_error = self.result or ("[no result in the history]", True)
+        block.finish(output, len(output), None, is_error)
+        return block
+
+
+_MARKER_NOTICES = {
+    "snip": "snip_compact: {count} messages archived at {path}",
+    "compacted": "compact_history: the conversation before this was summarised; transcript at {path}",
+    "reactive": "reactive_compact: the conversation before this was summarised; transcript at {path}",
+}
+
+
+def replay_specs(messages: list[dict[str, Any]]) -> list[_Spec]:
+    """The chat blocks of a history, oldest first (tool results attach to their calls)."""
+    specs: list[_Spec] = []
+    calls: dict[str, _Spec] = {}
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content")
+        if isinstance(content, str):
+            marker = parse_marker(content)
+            if marker is not None and marker.kind in _MARKER_NOTICES:
+                specs.append(_Spec("marker", _MARKER_NOTICES[marker.kind].format(count=marker.count, path=marker.path)))
+            elif content.strip():
+                specs.append(_Spec("user" if role == "user" else "assistant", content))
+            continue
+        if not isinstance(content, list):
+            continue
+        texts: list[str] = []
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text" and role == "user":
+                specs.append(_Spec("user", str(block.get("text", ""))))
+            elif kind == "text":
+                texts.append(str(block.get("text", "")))
+            elif kind == "tool_use":
+                if texts:
+                    specs.append(_Spec("assistant", "\n\n".join(texts)))
+                    texts = []
+                tool_input = block.get("input")
+                spec = _Spec("tool", tool=(str(block.get("id", "")), str(block.get("name", "?")),
+                                           tool_input if isinstance(tool_input, dict) else {}))
+                calls[str(block.get("id", ""))] = spec
+                specs.append(spec)
+            elif kind == "tool_result":
+                call = calls.get(str(block.get("tool_use_id", "")))
+                if call is not None:
+                    call.result = (result_text(block.get("content")), bool(block.get("is_error")))
+        if texts:
+            specs.append(_Spec("assistant", "\n\n".join(texts)))
+    return specs
