@@ -141,7 +141,7 @@ def readme_rows() -> list[str]:
     """The README's keys table rows (`| key | slash | what |`), as the table says them."""
     rows = []
     for action in ACTIONS:
-        key = f"`{_key_label(action.key)}`" if action.key else ""
+        key = f"`{_key_label(action.key)}`" if action.key else ("palette" if not action.slash else "")
         slash = f"`/{action.slash}{f' [{action.slash_arg}]' if action.slash_arg else ''}`" if action.slash else ""
         rows.append(f"| {key} | {slash} | {action.help} |")
     return rows
