@@ -77,7 +77,6 @@ class MainScreen(Screen[None]):
         self.turn_idle = asyncio.Event()
         self.turn_idle.set()
         self.turns_completed = 0
-        self._turn_worker: object | None = None
         self._activity = "idle"
         self._inspector_choice: bool | None = None
         self._width_choice: int | None = None

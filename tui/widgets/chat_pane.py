@@ -99,7 +99,7 @@ class TurnIndicator(Line):
 
 
 class ChatPane(Vertical):
-    """Transcript + indicator + prompt. The app calls the `add_*` methods, one per core event."""
+    """Transcript + indicator + prompt. The main screen calls one public method per core event."""
 
     DEFAULT_CSS = """
     ChatPane {
