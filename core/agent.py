@@ -611,7 +611,8 @@ def make_model(settings: Settings) -> Model:
     if settings.use_offline:
         from core.model.offline import OfflineModel
 
-        return OfflineModel(chunk_delay=settings.offline_chunk_delay)
+        why = "offline model (--offline)" if settings.offline else "offline model (no API key)"
+        return OfflineModel(chunk_delay=settings.offline_chunk_delay, label=why)
     from core.model.anthropic import AnthropicModel
 
     return AnthropicModel(

@@ -6,16 +6,27 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from textual.css.query import NoMatches
 from textual.pilot import Pilot
 
 from tui.app import CtxApp
 
 
 async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], limit: float = 10.0, step: float = 0.02) -> None:
-    """Let the app run until `condition()` holds; fail after `limit` seconds."""
+    """Let the app run until `condition()` holds; fail after `limit` seconds.
+
+    A condition that queries widgets not composed yet (the main screen composes after the app is
+    ready) counts as not holding yet."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit
-    while not condition():
+
+    def holds() -> bool:
+        try:
+            return condition()
+        except NoMatches:
+            return False
+
+    while not holds():
         if loop.time() > deadline:
             raise AssertionError("timed out waiting for the app")
         await pilot.pause(step)

@@ -102,3 +102,55 @@ def test_demo_in_a_real_terminal_fires_compaction_and_quits() -> None:
     finally:
         tmux.kill_server()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+@pytest.mark.timeout(60)
+def test_escape_sequences_in_a_file_never_reach_the_terminal() -> None:
+    """A file whose text sets the terminal title (OSC 2) and moves the cursor is read in the real app:
+    the screen shows the escapes as text and tmux's pane title is never set by it."""
+    root = Path(tempfile.mkdtemp(prefix="ctxtui-e2e-"))
+    workdir = root / "work"
+    workdir.mkdir()
+    (workdir / "evil.txt").write_text("title \x1b]2;pwned-title\x07 here\nmove \x1b[5A\x1b[2K gone\n", encoding="utf-8")
+    tmux = Tmux(root)
+    try:
+        tmux.start(f"{sys.executable} -m tui.cli --offline --workdir {workdir}")
+        wait_until(lambda: "Message the agent" in tmux.screen(), 15, "the prompt", tmux)
+        tmux.run("send-keys", "-t", tmux.session, "-l", "read evil.txt", check=True)
+        tmux.run("send-keys", "-t", tmux.session, "Enter", check=True)
+        wait_until(lambda: "\\x1b]2;pwned-title" in tmux.screen(), 15, "the escaped file text", tmux)
+        time.sleep(0.5)
+        title = tmux.run("display-message", "-p", "-t", tmux.session, "#{pane_title}").stdout
+        assert "pwned" not in title
+        tmux.run("send-keys", "-t", tmux.session, "C-q", check=True)
+        wait_until(lambda: not tmux.alive(), 8, "the app to exit after ctrl+q", tmux)
+    finally:
+        tmux.kill_server()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+@pytest.mark.timeout(60)
+def test_shrinking_the_real_terminal_lays_out_for_the_new_size() -> None:
+    """160x48 -> 80x24 in tmux: the inspector folds into the one-line gauge at once (not one resize
+    late), and the prompt spans the new width."""
+    root = Path(tempfile.mkdtemp(prefix="ctxtui-e2e-"))
+    workdir = root / "work"
+    workdir.mkdir()
+    tmux = Tmux(root)
+    try:
+        tmux.start(f"{sys.executable} -m tui.cli --offline --workdir {workdir}")
+        wait_until(lambda: "Messages" in tmux.screen(), 15, "the inspector", tmux)
+        tmux.run("resize-window", "-t", tmux.session, "-x", "80", "-y", "24", check=True)
+
+        def folded() -> bool:
+            lines = tmux.screen().splitlines()
+            return any(line.lstrip().startswith("ctx ") for line in lines) and not any("Messages" in line for line in lines)
+
+        wait_until(folded, 10, "the one-line gauge at 80x24", tmux)
+        tmux.run("send-keys", "-t", tmux.session, "C-q", check=True)
+        wait_until(lambda: not tmux.alive(), 8, "the app to exit after ctrl+q", tmux)
+    finally:
+        tmux.kill_server()
+        shutil.rmtree(root, ignore_errors=True)

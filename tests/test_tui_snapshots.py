@@ -10,6 +10,7 @@ and the turn indicator are frozen, the spinner has one frame, and cursors do not
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -47,7 +48,12 @@ class FrozenClock:
 
 @pytest.fixture
 def workdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A fresh workdir at a fixed path (shown in the title bar), with a.txt; clocks frozen."""
+    """A fresh workdir at a fixed path (shown in the title bar), with a.txt; clocks frozen.
+
+    The path is shared by every checkout on the machine, so a lock file keeps two test runs from
+    deleting each other's workdir mid-test."""
+    lock = open(WORKDIR.with_name(WORKDIR.name + ".lock"), "w")  # held for the whole test
+    fcntl.flock(lock, fcntl.LOCK_EX)
     shutil.rmtree(WORKDIR, ignore_errors=True)
     WORKDIR.mkdir(parents=True)
     (WORKDIR / "a.txt").write_text(A_TXT, encoding="utf-8")
@@ -55,8 +61,12 @@ def workdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         monkeypatch.setattr(module, "time", FrozenClock)
     monkeypatch.setattr(tui.widgets.chat_pane, "SPINNER", "⠿")
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    yield WORKDIR
-    shutil.rmtree(WORKDIR, ignore_errors=True)
+    try:
+        yield WORKDIR
+    finally:
+        shutil.rmtree(WORKDIR, ignore_errors=True)
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()
 
 
 def make_app(workdir: Path, *, compaction: CompactionSettings | None = None, ask: bool = False) -> CtxApp:

@@ -1,32 +1,44 @@
-"""Command palette provider: the app's actions, offered only when they make sense now."""
+"""Command palette provider: the actions of `tui.actions`, offered only when they can run now."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-if TYPE_CHECKING:
-    from tui.app import CtxApp
+from tui.actions import Action, palette_entries
+from tui.screens.main import MainScreen
 
 
 class CtxCommands(Provider):
-    """Compact, inspector, archive, new session, quit…"""
+    """Compact, inspector, archive, new session, quit… (run on the main screen the palette came from)."""
 
-    def _commands(self) -> list[tuple[str, str, str]]:
-        app: CtxApp = self.app  # type: ignore[assignment]
-        return [(name, help_text, action) for name, help_text, action in app.palette_commands()]
+    def _entries(self) -> tuple[MainScreen | None, list[Action]]:
+        screen = self.screen
+        if not isinstance(screen, MainScreen):
+            return None, []
+        return screen, palette_entries(screen)
+
+    def _run(self, screen: MainScreen, action: Action) -> Callable[[], Awaitable[object]]:
+        target = self.app if action.app_wide else screen
+        return partial(target.run_action, action.action)
 
     async def discover(self) -> Hits:
-        app = self.app
-        for name, help_text, action in self._commands():
-            yield DiscoveryHit(name, partial(app.run_action, action), help=help_text)
+        screen, entries = self._entries()
+        if screen is None:
+            return
+        for action in entries:
+            assert action.palette is not None
+            yield DiscoveryHit(action.palette, self._run(screen, action), help=action.help)
 
     async def search(self, query: str) -> Hits:
+        screen, entries = self._entries()
+        if screen is None:
+            return
         matcher = self.matcher(query)
-        app = self.app
-        for name, help_text, action in self._commands():
-            score = matcher.match(name)
+        for action in entries:
+            assert action.palette is not None
+            score = matcher.match(action.palette)
             if score > 0:
-                yield Hit(score, matcher.highlight(name), partial(app.run_action, action), help=help_text)
+                yield Hit(score, matcher.highlight(action.palette), self._run(screen, action), help=action.help)

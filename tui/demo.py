@@ -4,13 +4,20 @@ It writes a small fake project into the workdir and returns the commands to type
 default settings the session crosses 50,000 chars and fires, in this order:
 tool_result_budget and fit_tool_results (one huge batch), micro_compact (older reads over the
 limit), snip_compact (50 messages), compact_history (a pasted log that only a summary can
-shrink), and a manual `compact` with a focus at the end.
+shrink), and a manual `compact` with a focus at the end. `play` types the commands into the running
+app as a user would.
 """
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tui.format import plural
+
+if TYPE_CHECKING:
+    from tui.screens.main import MainScreen
 
 _MODULES = 12
 
@@ -84,3 +91,28 @@ DEMO_COMMANDS: list[str] = [
     "read README.md",
     "compact the incident and the module reads",
 ]
+
+
+async def play(screen: MainScreen, commands: list[str], pause: float) -> None:
+    """Type and send each command into the prompt, waiting for each turn to end plus `pause` seconds."""
+    prompt = screen.chat.input
+    await asyncio.sleep(min(pause, 1.0))
+    for number, command in enumerate(commands, start=1):
+        await screen.turn_idle.wait()
+        screen.chat.set_activity(f"demo {number}/{len(commands)}")
+        prompt.clear()
+        delay = min(0.03, pause / 20)
+        if delay > 0 and len(command) < 200:
+            for char in command:
+                prompt.insert(char)
+                await asyncio.sleep(delay)
+        else:
+            prompt.insert(command)
+        await asyncio.sleep(pause / 2)
+        prompt.clear()
+        if prompt.prompt_history[-1:] != [command]:
+            prompt.prompt_history.append(command)
+        await screen.submit(command)
+        await screen.turn_idle.wait()
+        await asyncio.sleep(pause)
+    screen.notify(f"Demo finished: {plural(len(commands), 'command')} ran. Your turn!", title="demo")

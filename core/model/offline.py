@@ -317,6 +317,7 @@ class OfflineModel:
         chunk_delay: float = 0.0,
         chunk_size: int = 12,
         prompt_char_limit: int | None = None,
+        label: str = "offline model (no API key)",
     ) -> None:
         """`prompt_char_limit`: when set, a history whose JSON is longer raises PromptTooLongError
         (lets tests exercise reactive compaction without a real API)."""
@@ -327,6 +328,7 @@ class OfflineModel:
         self.chunk_delay = chunk_delay
         self.chunk_size = chunk_size
         self.prompt_char_limit = prompt_char_limit
+        self.label = label  # why it is offline: no key, or --offline (core.agent.make_model says which)
 
     def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelResponse:
         """The complete reply to `messages` (what `stream` ends with), computed synchronously."""

@@ -1,9 +1,8 @@
-"""ArchiveListScreen: every file in the archive, newest first; Enter opens one."""
+"""ArchiveListScreen: every file in the archive, newest first; Enter dismisses with the one to open."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import ClassVar
 
 from textual import on
@@ -11,23 +10,19 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
-from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from core.archive import ArchivedFile
+from core.text import visible
 from tui.format import plural, size_bytes
 
 
-class ArchiveListScreen(ModalScreen[None]):
-    """Lists `agent.archive.list_files()`; selecting one posts `Open` to the app."""
+class ArchiveListScreen(ModalScreen[ArchivedFile | None]):
+    """Lists `agent.archive.list_files()`; dismisses with the file chosen, or None (esc)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", id="archive_list.close")]
-
-    @dataclass
-    class Open(Message):
-        file: ArchivedFile
 
     def __init__(self, files: list[ArchivedFile]) -> None:
         super().__init__()
@@ -64,15 +59,14 @@ class ArchiveListScreen(ModalScreen[None]):
             (f"{icon} ", "bold"),
             (f"{stamp}  ", "dim"),
             (f"{size_bytes(item.size):>9}  ", "dim"),
-            item.path,
+            visible(item.path),
         )
         return Option(prompt, id=str(index))
 
     @on(OptionList.OptionSelected)
     def _selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        index = int(event.option.id or 0)
-        self.app.post_message(self.Open(self.files[index]))
+        self.dismiss(self.files[int(event.option.id or 0)])
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -1,7 +1,9 @@
 """The one-widget-per-block family of the chat transcript (tool calls live in tool_block.py).
 
 Text from the user, the model and the tools is wrapped in `Content` (never parsed as markup):
-markers such as `[Earlier tool result saved at PATH]` would otherwise be read as style tags.
+markers such as `[Earlier tool result saved at PATH]` would otherwise be read as style tags. It also
+goes through `core.text.visible` first, so an escape sequence in it (OSC 2 title, OSC 52 clipboard,
+cursor movement) is shown as `\x1b...` and never reaches the terminal.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from textual.content import Content
 from textual.widgets import Markdown, Static
 
 from core.events import CompactionStep
-from core.text import one_line
+from core.text import one_line, visible
 from tui.format import count, plural
 
 STEP_ICONS = {
@@ -49,13 +51,15 @@ class UserBlock(Static):
         lines = text.splitlines()
         head = "\n".join(lines[: cls.max_lines])[: cls.max_chars]
         if len(head) >= len(text):
-            return Content(text)
+            return Content(visible(text))
         rest = len(text) - len(head)
-        return Content.assemble(head, (f"\n… {count(rest)} more chars ({plural(len(lines), 'line')} in all)", "dim italic"))
+        return Content.assemble(
+            visible(head), (f"\n… {count(rest)} more chars ({plural(len(lines), 'line')} in all)", "dim italic")
+        )
 
 
 class AssistantBlock(Markdown):
-    """Assistant text, streamed through `Markdown.get_stream()`."""
+    """Assistant text, streamed through `Markdown.get_stream()` (the pane escapes it before writing)."""
 
     DEFAULT_CSS = """
     AssistantBlock {
@@ -80,7 +84,7 @@ class NoticeLine(Static):
     """
 
     def __init__(self, text: str, *, icon: str = "ℹ", warning: bool = False) -> None:
-        super().__init__(Content.assemble((f"{icon} ", "bold"), text), classes="-warning" if warning else "")
+        super().__init__(Content.assemble((f"{icon} ", "bold"), visible(text)), classes="-warning" if warning else "")
         self.text = text
 
 
@@ -98,7 +102,7 @@ class ErrorLine(Static):
 
     def __init__(self, message: str, kind: str = "error") -> None:
         flat = one_line(message)
-        super().__init__(Content.assemble((f"✗ {kind}: ", "bold"), flat))
+        super().__init__(Content.assemble((f"✗ {visible(kind)}: ", "bold"), visible(flat)))
         self.text = flat
 
 
@@ -140,9 +144,9 @@ class CompactionNotice(Static):
         what = step.detail or f"{plural(step.messages_affected, 'message')} affected"
         if step.step == "snip_compact":
             what = f"{plural(step.messages_affected, 'message')} archived"
-        parts.append(f" · {what}")
+        parts.append(f" · {visible(what)}")
         if step.files_written:
-            first = step.files_written[0]
+            first = visible(step.files_written[0])
             more = f" +{len(step.files_written) - 1}" if len(step.files_written) > 1 else ""
             parts.append((f" · → {first}{more}", "dim"))
         return Content.assemble(*parts)

@@ -2,6 +2,9 @@
 
 The transcript is anchored once and never scrolled per chunk. Old block widgets are pruned beyond
 `max_blocks`; the history itself lives in the agent, so nothing is lost (the inspector shows it).
+The screen calls one public method per core event; `replay` rebuilds the chat of a resumed session
+from its history. Untrusted text is escaped (`core.text.visible`) before it becomes Content or
+Markdown.
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownStream
 
 from core.events import CompactionStep
-from tui.format import duration
+from core.markers import parse_marker
+from core.text import visible
+from tui.format import duration, plural
 from tui.widgets.chat_blocks import AssistantBlock, CompactionNotice, ErrorLine, NoticeLine, UserBlock
 from tui.widgets.chat_input import ChatInput
+from tui.widgets.chat_replay import replay_specs
 from tui.widgets.line import Line
 from tui.widgets.tool_block import ToolBlock
 
@@ -93,7 +99,7 @@ class TurnIndicator(Line):
 
 
 class ChatPane(Vertical):
-    """Transcript + indicator + prompt. The app calls the `add_*` methods, one per core event."""
+    """Transcript + indicator + prompt. The main screen calls one public method per core event."""
 
     DEFAULT_CSS = """
     ChatPane {
@@ -103,6 +109,8 @@ class ChatPane(Vertical):
     """
 
     max_blocks = 200
+    replay_blocks = 100
+    """A resumed session shows its newest `replay_blocks` blocks (the inspector holds everything)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -155,7 +163,7 @@ class ChatPane(Vertical):
             await self._add(self._assistant)
             self._stream = Markdown.get_stream(self._assistant)
         self._streamed = True
-        await self._stream.write(fragment)
+        await self._stream.write(visible(fragment))
 
     async def end_assistant(self, content: list[dict[str, Any]] | None = None) -> None:
         """The assistant message is complete: stop the stream (or show text that was never streamed)."""
@@ -167,7 +175,7 @@ class ChatPane(Vertical):
                 str(block.get("text", "")) for block in content if block.get("type") == "text"
             ).strip()
             if text:
-                await self._add(AssistantBlock(text))
+                await self._add(AssistantBlock(visible(text)))
         self._assistant = None
         self._streamed = False
 
@@ -193,6 +201,11 @@ class ChatPane(Vertical):
     async def add_welcome(self, markdown: str) -> None:
         await self._add(AssistantBlock(markdown, classes="welcome"))
 
+    async def add_help(self, markdown: str) -> None:
+        """ctxtui's own help text (trusted Markdown)."""
+        await self.end_assistant()
+        await self._add(AssistantBlock(markdown, classes="help"))
+
     async def add_notice(self, text: str, *, icon: str = "ℹ", warning: bool = False) -> None:
         await self._add(NoticeLine(text, icon=icon, warning=warning))
 
@@ -216,6 +229,49 @@ class ChatPane(Vertical):
         self.pruned = 0
         await self.transcript.remove_children()
 
+    # --- the turn's state ------------------------------------------------------------------------
+
+    def set_busy(self, busy: bool, activity: str) -> None:
+        """A turn started (the indicator runs, the prompt shows it) or ended."""
+        self.input.set_class(busy, "-busy")
+        if busy:
+            self.indicator.start(activity)
+        else:
+            self.indicator.stop()
+
+    def set_activity(self, label: str) -> None:
+        self.indicator.set_label(label)
+
+    def set_waiting(self, waiting: bool) -> None:
+        """The permission dialog is up (or was answered): running tool blocks say so."""
+        for block in self.tools.values():
+            if not block.finished:
+                block.set_waiting(waiting)
+
+    # --- a resumed session ---------------------------------------------------------------------
+
+    async def replay(self, messages: list[dict[str, Any]]) -> None:
+        """Show a resumed history as it was: user and assistant text, tool calls with their results,
+        compaction markers as notices; only the newest `replay_blocks` blocks are built. The prompt
+        history is restored from the user's own messages."""
+        await self.end_assistant()
+        specs = replay_specs(messages)
+        self.input.prompt_history[:0] = [
+            message["content"] for message in messages
+            if message.get("role") == "user" and isinstance(message.get("content"), str)
+            and parse_marker(message["content"]) is None
+        ]
+        shown = specs[-self.replay_blocks:]
+        if len(shown) < len(specs):
+            await self._add(NoticeLine(
+                f"{plural(len(specs) - len(shown), 'earlier block')} not shown (the inspector holds the whole history)",
+                icon="…",
+            ))
+        if shown and self.transcript.is_attached:
+            await self.transcript.mount_all([spec.widget() for spec in shown])
+            self._prune()
+        self.transcript.anchor()
+
     def toggle_tools(self) -> None:
         """Expand every tool block, or collapse them all if any is expanded."""
         blocks = list(self.transcript.query(ToolBlock))
@@ -231,3 +287,4 @@ class ChatPane(Vertical):
             self.transcript.scroll_page_up()
         else:
             self.transcript.scroll_page_down()
+

@@ -11,6 +11,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from core.events import CompactionStep
+from core.text import visible
 from tui.format import count, plural
 from tui.widgets.chat_blocks import STEP_ICONS
 
@@ -47,12 +48,14 @@ class CompactionLog(OptionList):
         saved = step.saved
         parts: list[str | tuple[str, str]] = [
             (f"{len(self.steps):>2} ", "dim"),
-            (f"{STEP_ICONS.get(step.step, '⚙')} {step.step}", "bold"),
+            (f"{STEP_ICONS.get(step.step, '⚙')} {visible(step.step)}", "bold"),
             f" {count(step.chars_before)}→{count(step.chars_after)}",
         ]
         if saved > 0:
             parts.append((f" −{count(saved)}", "$text-success"))
         parts.append((f" · {plural(step.messages_affected, 'msg')}", "dim"))
+        if step.files_written:
+            parts.append((f" → {visible(step.files_written[0])}", "dim"))
         self.add_option(Option(Content.assemble(*parts), id=str(len(self.steps) - 1)))
         self.add_class("-has-steps")
         self.border_title = f"Pipeline · {plural(len(self.steps), 'step')}"

@@ -7,6 +7,7 @@ the exact current value at once (the app calls it when a turn ends).
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -18,7 +19,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from core.events import CompactionStep, ContextMeasured
-from tui.format import count, short_count
+from tui.format import count, plural, short_count
 
 PIPELINE = (
     ("tool_result_budget", "budget"),
@@ -43,6 +44,11 @@ class GaugeState:
     tokens: int | None = None
     tokens_stale: bool = False
     input_tokens: int | None = None
+    """The API's input_tokens of the last model call (None offline, and once the history was compacted
+    since: the figure belonged to a history that no longer exists)."""
+    dropped_input: int | None = None
+    """The figure dropped at the last compaction: a measurement repeating it is still the old call's."""
+    offline: bool = False
     last_step: CompactionStep | None = None
     fired: dict[str, int] = field(default_factory=dict)  # steps fired in the current/last turn
     totals: dict[str, int] = field(default_factory=dict)  # steps fired this session
@@ -61,9 +67,20 @@ class GaugeState:
         return "ok"
 
     @property
+    def percent(self) -> str:
+        """The ratio as a percentage, never rounded up: 99.9% shows 99%, 50,137 of 50,000 shows 100.2%."""
+        if not self.limit:
+            return "0%"
+        whole = math.floor(self.chars * 100 / self.limit)
+        if self.chars > self.limit and whole == 100:
+            return f"{math.floor(self.chars * 1000 / self.limit) / 10:.1f}%"
+        return f"{whole}%"
+
+    @property
     def figure(self) -> str:
-        """'42,318 / 50,000 chars (85%)'."""
-        return f"{count(self.chars)} / {count(self.limit)} chars ({self.ratio:.0%})"
+        """'42,318 / 50,000 chars (84%)'; an empty history says so (its JSON `[]` is 2 chars)."""
+        empty = ", empty history" if self.messages == 0 else ""
+        return f"{count(self.chars)} / {count(self.limit)} chars ({self.percent}{empty})"
 
     @property
     def tokens_line(self) -> str:
@@ -72,15 +89,15 @@ class GaugeState:
             parts.append(f"~{short_count(self.tokens)} tokens (cl100k est.)")
         else:
             parts.append("tokens: not counted yet")
-        if self.input_tokens is not None:
-            parts.append(f"API input {count(self.input_tokens)}")
+        if self.input_tokens is not None and not self.offline:
+            parts.append(f"last call: API input {count(self.input_tokens)}")
         return " · ".join(parts)
 
     @property
     def short_tokens_line(self) -> str:
         parts = [f"~{short_count(self.tokens)} tok (est.)" if self.tokens is not None else "tokens: -"]
-        if self.input_tokens is not None:
-            parts.append(f"API {count(self.input_tokens)}")
+        if self.input_tokens is not None and not self.offline:
+            parts.append(f"last API {count(self.input_tokens)}")
         return " · ".join(parts)
 
     @property
@@ -189,9 +206,11 @@ class ContextGauge(Widget):
     def figure(self) -> str:
         return self.state.figure
 
-    def configure(self, limit: int, target_ratio: float) -> None:
+    def configure(self, limit: int, target_ratio: float, *, offline: bool = False) -> None:
+        """The limit and micro target; `offline`: there is no API, so no API figures are shown."""
         self.state.limit = limit
         self.state.target_ratio = target_ratio
+        self.state.offline = offline
         self._changed()
 
     def measured(self, event: ContextMeasured, chars: int | None = None, messages: int | None = None) -> None:
@@ -203,8 +222,9 @@ class ContextGauge(Widget):
         state.messages = event.messages if messages is None else messages
         state.tokens = event.tokens
         state.tokens_stale = state.chars != event.chars
-        if event.input_tokens is not None:
+        if event.input_tokens is not None and event.input_tokens != state.dropped_input:
             state.input_tokens = event.input_tokens
+            state.dropped_input = None
         self._changed()
 
     def history_changed(self, chars: int, messages: int) -> None:
@@ -215,6 +235,11 @@ class ContextGauge(Widget):
         self._changed()
 
     def step(self, event: CompactionStep) -> None:
+        """A compaction step: the last API input figure described the history before it, so it goes
+        (until a model call reports a new one)."""
+        if self.state.input_tokens is not None:
+            self.state.dropped_input = self.state.input_tokens
+        self.state.input_tokens = None
         self.state.last_step = event
         self.state.fired[event.step] = self.state.fired.get(event.step, 0) + 1
         self.state.totals[event.step] = self.state.totals.get(event.step, 0) + 1
@@ -225,8 +250,8 @@ class ContextGauge(Widget):
         self._changed()
 
     def reset(self) -> None:
-        limit, ratio = self.state.limit, self.state.target_ratio
-        self.state = GaugeState(limit=limit, target_ratio=ratio)
+        state = self.state
+        self.state = GaugeState(limit=state.limit, target_ratio=state.target_ratio, offline=state.offline)
         self._changed()
 
     def _changed(self) -> None:
@@ -298,7 +323,7 @@ class ContextGauge(Widget):
         muted = styles["muted"]
         level_style = styles[f"{state.level}_text"]
         if self.compact:
-            label = f" {count(state.chars)}/{count(state.limit)} ({state.ratio:.0%}) · {state.messages} msgs"
+            label = f" {count(state.chars)}/{count(state.limit)} ({state.percent}) · {plural(state.messages, 'msg')}"
             bar_width = max(min(width - len(label) - 5, 40), 10)
             line = Text.assemble(("ctx ", muted), bar(state, bar_width, styles))
             line.append(label, level_style)
@@ -313,11 +338,11 @@ class ContextGauge(Widget):
         if state.tokens_stale:
             tokens.append(" · updating", style=muted + Style(italic=True))
         if self.dense:
-            tokens.append(f" · {count(state.messages)} msgs", style=muted)
+            tokens.append(f" · {plural(state.messages, 'msg')}", style=muted)
             lines += [tokens, Text(state.short_last_line)]
         else:
             lines.append(tokens)
-            lines.append(Text(f"{count(state.messages)} messages · {state.last_line}"))
+            lines.append(Text(f"{plural(state.messages, 'message')} · {state.last_line}"))
             lines.append(self._pipeline())
         return Text("\n").join(lines)
 

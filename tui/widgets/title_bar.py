@@ -1,4 +1,8 @@
-"""TitleBar: app name, working directory, turn state and the model (offline clearly badged)."""
+"""TitleBar: app name, working directory, turn state and the model (offline clearly badged).
+
+The workdir is a name from the file system: it is shown through `core.text.visible`, so a directory
+named with an escape sequence cannot set the terminal's title.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.content import Content
 from textual.widgets import Static
+
+from core.text import visible
 
 
 class TitleBar(Horizontal):
@@ -34,12 +40,12 @@ class TitleBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Static(Content("ctxtui"), id="title-name")
-        yield Static(Content(self.workdir), id="title-workdir")
+        yield Static(Content(visible(self.workdir)), id="title-workdir")
         yield Static(Content("idle"), id="title-state")
         badge = f"OFFLINE · {self.model_label}" if self.offline else f"model: {self.model_label}"
-        yield Static(Content(badge), id="title-model", classes="-offline" if self.offline else "")
+        yield Static(Content(visible(badge)), id="title-model", classes="-offline" if self.offline else "")
 
     def set_state(self, text: str, busy: bool) -> None:
         state = self.query_one("#title-state", Static)
-        state.update(Content(text))
+        state.update(Content(visible(text)))
         state.set_class(busy, "-busy")

@@ -1,7 +1,10 @@
 """One tool call in the chat: name and input, then status, size, duration and an output preview.
 
-Collapsed it is two lines; expanded (Enter, space or a click) it shows the full input and the first
-part of the output. Expansion is a boolean `var` with `toggle_class`: CSS does the rest.
+Collapsed it is two lines; expanded (Enter, space or a click) it shows the input and the first part of
+the output, both bounded (a 10 MB input or output never reaches a widget whole: the view says how much
+is not shown, and the inspector holds the full text). Expansion is a boolean `var` with `toggle_class`:
+CSS does the rest. Every byte shown came from the model or a tool: it goes through `core.text.visible`
+(control characters become visible escapes) and enters widgets as `Content`, never markup.
 """
 
 from __future__ import annotations
@@ -19,11 +22,14 @@ from textual.reactive import var
 from textual.timer import Timer
 from textual.widgets import Static
 
+from core.text import visible
 from tui.format import count, duration, one_line, tool_input_summary
 from tui.widgets.line import Line
 
 PREVIEW_CHARS = 3_000
 PREVIEW_LINES = 40
+INPUT_PREVIEW_CHARS = 6_000
+SUMMARY_SOURCE_CHARS = 400
 
 
 class ToolBlock(Vertical, can_focus=True):
@@ -65,9 +71,10 @@ class ToolBlock(Vertical, can_focus=True):
         self.finished = False
         self.waiting = False
         self._started = time.monotonic()
-        self._seconds = 0.0
+        self._seconds: float | None = 0.0
         self._chars = 0
         self._timer: Timer | None = None
+        self._input_summary = visible(tool_input_summary(name, _head_values(tool_input), 100))
         self._header = Line(classes="tool--header")
         self._summary = Static(classes="tool--summary")
         self._output = Static(classes="tool--output")
@@ -77,21 +84,23 @@ class ToolBlock(Vertical, can_focus=True):
         yield self._summary
         with Vertical(classes="tool--body"):
             yield Static(Content("input"), classes="tool--section")
-            text = json.dumps(self.tool_input, ensure_ascii=False, indent=2, default=str)
-            yield Static(Content(text), classes="tool--input")
+            yield Static(Content(input_preview(self.tool_input)), classes="tool--input")
             yield Static(Content("output"), classes="tool--section")
             yield self._output
 
     def on_mount(self) -> None:
         self._render_header()
+        if self.finished:
+            return
         self._summary.update(Content("└ running…"))
         self._output.update(Content("(running)"))
         self._timer = self.set_interval(0.25, self._render_header)
 
     # --- state ----------------------------------------------------------------------------------
 
-    def finish(self, output: str, output_chars: int, seconds: float, is_error: bool) -> None:
-        """The tool finished (or was denied): show status, size, duration and a preview."""
+    def finish(self, output: str, output_chars: int, seconds: float | None, is_error: bool) -> None:
+        """The tool finished (or was denied): show status, size, duration (None: not known, e.g. a
+        replayed session) and a bounded preview."""
         self.output = output
         self.is_error = is_error
         self.finished = True
@@ -102,10 +111,11 @@ class ToolBlock(Vertical, can_focus=True):
         self.remove_class("-running")
         self.set_class(is_error, "-error")
         self._render_header()
-        lines = output.splitlines()
-        first = next((line for line in lines if line.strip()), "")
-        shape = f"{count(len(lines))} lines" if len(lines) != 1 else "1 line"
-        self._summary.update(Content(f"└ {shape} · {one_line(first, 160) or '(no output)'}"))
+        lines = output.count("\n") + (0 if output.endswith("\n") or not output else 1)
+        first = next((line for line in output[:SUMMARY_SOURCE_CHARS * 4].splitlines() if line.strip()), "")
+        shape = f"{count(lines)} lines" if lines != 1 else "1 line"
+        summary = one_line(first[:SUMMARY_SOURCE_CHARS], 160) or "(no output)"
+        self._summary.update(Content(f"└ {shape} · {visible(summary)}"))
         self._output.update(Content(_preview(output)))
 
     def set_waiting(self, waiting: bool) -> None:
@@ -121,8 +131,8 @@ class ToolBlock(Vertical, can_focus=True):
         self.finish("[interrupted]", len("[interrupted]"), time.monotonic() - self._started, True)
 
     def _render_header(self) -> None:
-        summary = tool_input_summary(self.tool_name, self.tool_input, 100)
-        parts: list[str | tuple[str, str]] = [("▾ " if self.expanded else "▸ ", "dim"), (self.tool_name, "bold")]
+        summary = self._input_summary
+        parts: list[str | tuple[str, str]] = [("▾ " if self.expanded else "▸ ", "dim"), (visible(self.tool_name), "bold")]
         if summary:
             parts.append("  ")
             parts.append(summary)
@@ -131,10 +141,10 @@ class ToolBlock(Vertical, can_focus=True):
         elif not self.finished:
             elapsed = time.monotonic() - self._started
             parts.append((f"   ⋯ running {duration(elapsed)}", "$text-warning"))
-        elif self.is_error:
-            parts.append((f"   ✗ {count(self._chars)} chars · {duration(self._seconds)}", "$text-error"))
         else:
-            parts.append((f"   ✓ {count(self._chars)} chars · {duration(self._seconds)}", "$text-success"))
+            took = f" · {duration(self._seconds)}" if self._seconds is not None else ""
+            mark, style = ("✗", "$text-error") if self.is_error else ("✓", "$text-success")
+            parts.append((f"   {mark} {count(self._chars)} chars{took}", style))
         self._header.set(Content.assemble(*parts))
 
     # --- interaction ----------------------------------------------------------------------------
@@ -151,14 +161,38 @@ class ToolBlock(Vertical, can_focus=True):
         self.action_toggle_expanded()
 
 
+def _head_values(tool_input: dict[str, Any]) -> dict[str, Any]:
+    """The input with long string values cut: the header shows one line, never the whole of 10 MB."""
+    return {key: value[:SUMMARY_SOURCE_CHARS] if isinstance(value, str) else value for key, value in tool_input.items()}
+
+
+def input_preview(tool_input: dict[str, Any]) -> str:
+    """The input as indented JSON with each string value cut to INPUT_PREVIEW_CHARS, escapes visible;
+    says how many characters are not shown."""
+    hidden = 0
+    cut: dict[str, Any] = {}
+    for key, value in tool_input.items():
+        if isinstance(value, str) and len(value) > INPUT_PREVIEW_CHARS:
+            hidden += len(value) - INPUT_PREVIEW_CHARS
+            value = value[:INPUT_PREVIEW_CHARS]
+        cut[key] = value
+    shown = visible(json.dumps(cut, ensure_ascii=False, indent=2, default=str))
+    if hidden:
+        shown += f"\n… {count(hidden)} more chars of input not shown (the whole call is in the inspector)"
+    return shown
+
+
 def _preview(output: str) -> str:
+    """The first PREVIEW_LINES lines / PREVIEW_CHARS chars of the output, escapes visible."""
     if not output:
         return "(no output)"
-    lines = output.splitlines()
+    head = output[: PREVIEW_CHARS + 1]
+    lines = head.splitlines()
     shown = "\n".join(lines[:PREVIEW_LINES])
     if len(shown) > PREVIEW_CHARS:
         shown = shown[:PREVIEW_CHARS]
     rest = len(output) - len(shown)
+    text = visible(shown)
     if rest > 0:
-        shown += f"\n… {count(rest)} more chars (the full result is in the inspector)"
-    return shown
+        text += f"\n… {count(rest)} more chars not shown (the full result is in the inspector)"
+    return text

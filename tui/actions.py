@@ -1,0 +1,147 @@
+"""Every user action of ctxtui, described once.
+
+One row per action: its key, id, footer text, palette text and help, slash command, and when it is
+available. The bindings, `check_action`, the command palette, the slash commands and `/help` are all
+generated from `ACTIONS`, so the footer, the palette, `/help` and the README cannot drift apart
+(a test compares the README's keys table with this one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from textual.binding import Binding
+
+When = Literal["always", "idle", "busy", "inspector"]
+"""always; idle (shown but disabled while a turn runs); busy (only while a turn runs, else hidden);
+inspector (only while the inspector is shown)."""
+
+
+@dataclass(frozen=True)
+class Action:
+    """One action: how it is invoked (key, palette, slash) and when it makes sense."""
+
+    id: str
+    """The binding id (users may remap keys by it)."""
+    action: str
+    """The Textual action string run on the main screen (the app for `quit`)."""
+    help: str
+    """One sentence: what it does (tooltip, palette help, /help)."""
+    key: str | None = None
+    footer: str | None = None
+    """Footer text; None keeps the key out of the footer."""
+    palette: str | None = None
+    """Command palette text; None keeps it out of the palette."""
+    slash: str | None = None
+    """The slash command (without `/`); `slash_arg` names its optional argument."""
+    slash_arg: str | None = None
+    when: When = "always"
+    app_wide: bool = False
+    """Bound on the app (with priority) rather than on the main screen."""
+
+    @property
+    def name(self) -> str:
+        """The action's method name (`resize_inspector(4)` -> `resize_inspector`)."""
+        return self.action.partition("(")[0]
+
+
+ACTIONS: tuple[Action, ...] = (
+    Action("quit", "quit", "Cancel any turn, save the session and exit", key="ctrl+q", footer="Quit",
+           palette="Quit", slash="quit", app_wide=True),
+    Action("cancel_turn", "cancel_turn", "Cancel the running turn; the history stays valid", key="escape",
+           footer="Cancel", palette="Cancel the running turn", when="busy"),
+    Action("toggle_inspector", "toggle_inspector", "Show or hide the context gauge and message tree",
+           key="ctrl+b", footer="Inspector", palette="Toggle inspector", slash="inspector"),
+    Action("focus_tree", "focus_tree", "Move focus between the prompt and the message tree", key="ctrl+t",
+           footer="Tree", palette="Focus message tree"),
+    Action("compact", "compact", "Summarise the history into one message (optional focus)", key="ctrl+o",
+           footer="Compact", palette="Compact context now…", slash="compact", slash_arg="focus", when="idle"),
+    Action("compact_now", "compact_now", "Summarise the history right away, without a focus",
+           palette="Compact context now (no focus)", when="idle"),
+    Action("archive", "archive", "List everything compaction saved; open one", key="ctrl+r", footer="Archive",
+           palette="Archived files", slash="archive"),
+    Action("toggle_tools", "toggle_tools", "Expand or collapse every tool call's input and output",
+           key="ctrl+g", footer="Tools", palette="Expand/collapse tool calls"),
+    Action("new_session", "new_session", "Forget the history and start again (archives stay on disk)",
+           key="ctrl+n", footer="New", palette="New session", slash="new", when="idle"),
+    Action("inspector_narrower", "resize_inspector(-4)", "Make the inspector narrower", key="f8",
+           footer="Narrower", palette="Narrow inspector", when="inspector"),
+    Action("inspector_wider", "resize_inspector(4)", "Make the inspector wider", key="f9", footer="Wider",
+           palette="Widen inspector", when="inspector"),
+    Action("show_help", "show_help", "Show the keys and slash commands in the chat",
+           palette="Help: keys and commands", slash="help"),
+)
+
+BY_NAME: dict[str, Action] = {action.name: action for action in ACTIONS}
+BY_SLASH: dict[str, Action] = {action.slash: action for action in ACTIONS if action.slash}
+
+
+class UiState(Protocol):
+    """What availability depends on."""
+
+    @property
+    def busy(self) -> bool: ...
+
+    @property
+    def inspector_visible(self) -> bool: ...
+
+
+def bindings(*, app_wide: bool) -> list[Binding]:
+    """The Textual bindings of the app (`app_wide`) or of the main screen."""
+    return [
+        Binding(action.key, action.action, action.footer or "", id=action.id, show=action.footer is not None,
+                priority=action.app_wide, tooltip=action.help)
+        for action in ACTIONS
+        if action.key is not None and action.app_wide == app_wide
+    ]
+
+
+def availability(name: str, state: UiState) -> bool | None:
+    """`check_action`'s answer: True (run), None (shown, disabled), False (hidden). Unknown names: True."""
+    action = BY_NAME.get(name)
+    if action is None:
+        return True
+    if action.when == "busy":
+        return state.busy
+    if action.when == "idle":
+        return None if state.busy else True
+    if action.when == "inspector":
+        return state.inspector_visible
+    return True
+
+
+def palette_entries(state: UiState) -> list[Action]:
+    """The palette's commands: only those that can run now."""
+    return [action for action in ACTIONS if action.palette and availability(action.name, state) is True]
+
+
+def _key_label(key: str) -> str:
+    return "esc" if key == "escape" else key
+
+
+def help_markdown() -> str:
+    """The `/help` text, from the table."""
+    keys = " · ".join(f"`{_key_label(action.key)}` {action.help[0].lower() + action.help[1:]}"
+                      for action in ACTIONS if action.key)
+    slashes = ", ".join(
+        f"`/{action.slash}{f' [{action.slash_arg}]' if action.slash_arg else ''}`" for action in ACTIONS if action.slash
+    )
+    return (
+        "**Prompt**: `enter` send · `ctrl+j` new line · `↑/↓` earlier prompts · `pageup/pagedown` scroll the chat · "
+        "typing anywhere goes to the prompt.\n\n"
+        f"**Keys**: {keys} · `ctrl+p` command palette.\n\n"
+        "**In the tree**: `enter` opens a placeholder / persisted output (the archived file), a snip marker or "
+        "summary (the archived transcript), or shows a block's text; `space` expands a message.\n\n"
+        f"**Slash commands** (not sent to the model): {slashes}."
+    )
+
+
+def readme_rows() -> list[str]:
+    """The README's keys table rows (`| key | slash | what |`), as the table says them."""
+    rows = []
+    for action in ACTIONS:
+        key = f"`{_key_label(action.key)}`" if action.key else ("palette" if not action.slash else "")
+        slash = f"`/{action.slash}{f' [{action.slash_arg}]' if action.slash_arg else ''}`" if action.slash else ""
+        rows.append(f"| {key} | {slash} | {action.help} |")
+    return rows

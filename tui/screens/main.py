@@ -1,0 +1,545 @@
+"""MainScreen: the chat on the left, the context inspector on the right, and the turn that feeds them.
+
+The data flow is one way. The prompt posts `ChatInput.Submitted`; `submit` starts the turn worker
+(`drive`), which iterates `agent.run_turn` (or `agent.compact`) inside `contextlib.aclosing` and
+posts one `tui.messages` message per core event to this screen; the `@on` handlers below hand each
+to the widget that shows it, through that widget's public methods. Widgets never touch the history:
+they ask the agent (compact, new session) and show the events that come back. The actions come from
+`tui.actions` (bindings, availability, slash commands, help).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, Callable
+from typing import ClassVar
+
+from textual import events, on, work
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from core.agent import Agent
+from core.archive import ArchivedFile, ArchiveError
+from core.events import AgentEvent
+from core.text import visible
+from tui import actions
+from tui import messages as msg
+from tui.format import count, plural, transcript_text
+from tui.screens.archive import ArchiveScreen
+from tui.screens.archive_list import ArchiveListScreen
+from tui.screens.compact_prompt import CompactPromptScreen
+from tui.screens.permission import PermissionScreen
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.chat_pane import ChatPane
+from tui.widgets.compaction_log import CompactionLog
+from tui.widgets.context_gauge import ContextGauge
+from tui.widgets.message_tree import MessageTree, NodeInfo
+from tui.widgets.title_bar import TitleBar
+
+NARROW_WIDTH = 110
+SHORT_HEIGHT = 34
+MIN_INSPECTOR = 28
+MIN_CHAT = 30
+
+MARKER_TITLES = {
+    "placeholder": "↩ archived tool result",
+    "persisted": "⇲ persisted output (full text)",
+    "compacted": "Σ compacted summary · transcript before compaction",
+    "reactive": "Σ reactive compact · transcript before compaction",
+}
+
+
+def permission_mode(agent: Agent) -> str:
+    """"preset" (--yes), "session" (bash allowed for this session) or "ask"."""
+    if agent.allow_all:
+        return "preset"
+    return "session" if "bash" in agent.allowed_for_session else "ask"
+
+
+class MainScreen(Screen[None]):
+    """The layout, the actions of `tui.actions` and the handlers of the core's events."""
+
+    BINDINGS: ClassVar[list[BindingType]] = list(actions.bindings(app_wide=False))
+
+    busy: reactive[bool] = reactive(False)
+    inspector_visible: reactive[bool] = reactive(True)
+    inspector_width: reactive[int] = reactive(60)
+
+    def __init__(self, agent: Agent) -> None:
+        super().__init__(id="main-screen")
+        self.agent = agent
+        self.turn_idle = asyncio.Event()
+        self.turn_idle.set()
+        self.turns_completed = 0
+        self._activity = "idle"
+        self._inspector_choice: bool | None = None
+        self._width_choice: int | None = None
+
+    # --- layout ---------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        model = self.agent.model
+        yield TitleBar(str(self.agent.toolbox.workspace.root), model.label, model.offline)
+        with Horizontal(id="main"):
+            yield ChatPane(id="chat")
+            with Vertical(id="inspector"):
+                yield ContextGauge(id="gauge")
+                yield MessageTree(
+                    self.agent.archive,
+                    lambda: self.agent.messages,
+                    measure=self.agent.compactor.estimate_chars,
+                    id="tree",
+                )
+                yield CompactionLog(id="steps")
+        yield ContextGauge(compact=True, id="mini-gauge")
+        yield Footer(compact=True)
+
+    @property
+    def chat(self) -> ChatPane:
+        return self.query_one("#chat", ChatPane)
+
+    @property
+    def gauge(self) -> ContextGauge:
+        return self.query_one("#gauge", ContextGauge)
+
+    @property
+    def message_tree(self) -> MessageTree:
+        return self.query_one("#tree", MessageTree)
+
+    @property
+    def steps(self) -> CompactionLog:
+        return self.query_one("#steps", CompactionLog)
+
+    async def on_mount(self) -> None:
+        settings = self.agent.compactor.settings
+        gauge = self.gauge
+        gauge.border_title = "Context"
+        gauge.mirror = self.query_one("#mini-gauge", ContextGauge)
+        gauge.configure(settings.context_char_limit, settings.micro_target_ratio, offline=self.agent.model.offline)
+        gauge.history_changed(self.agent.chars, len(self.agent.messages))
+        self.layout_for(self.app.size)
+        self._show_activity()
+        self.chat.input.focus()
+        if not self.agent.messages:
+            self.call_later(self.chat.add_welcome, self._welcome())
+        else:
+            self.call_later(self._replay)
+        self.message_tree.request_sync()
+        self.call_after_refresh(self.measure_context)  # tiktoken loads after the first frame
+
+    async def _replay(self) -> None:
+        messages = self.agent.messages
+        await self.chat.replay(messages)
+        where = f" from {self.agent.resumed_from}" if self.agent.resumed_from else ""
+        await self.chat.add_notice(
+            f"resumed {plural(len(messages), 'message')} ({count(self.agent.chars)} chars){where}: "
+            "the chat shows the conversation, the inspector what sits in context"
+        )
+
+    def _welcome(self) -> str:
+        model = self.agent.model
+        if model.offline:
+            first = (
+                f"**{model.label[:1].upper()}{model.label[1:]}**: it understands `help`, `read PATH`, `$ CMD`, "
+                "`glob PATTERN`, `write PATH` + text, `compact [focus]` and runs the real tools. "
+                "Set `ANTHROPIC_API_KEY` (without `--offline`) to talk to Claude."
+            )
+        else:
+            first = f"Talking to **{model.name}**. Ask for anything in `{self.agent.toolbox.workspace.root}`."
+        return (
+            f"{first}\n\nThe inspector shows what sits in the model's context and what compaction did to it: "
+            "`ctrl+t` browses the messages, `enter` opens what a marker points at. "
+            "`ctrl+p` lists every command, `/help` the keys."
+        )
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Lay out for the new size (the event's, not `self.size`, which may still be the old one)."""
+        self.layout_for(event.size)
+
+    def layout_for(self, size: Size) -> None:
+        width, height = size
+        short = height < SHORT_HEIGHT
+        self.query_one("#inspector").set_class(short, "-short")
+        self.gauge.dense = short
+        visible_now = self._inspector_choice if self._inspector_choice is not None else width >= NARROW_WIDTH
+        preferred = self._width_choice if self._width_choice is not None else max(int(width * 0.4), 36)
+        self.inspector_width = max(MIN_INSPECTOR, min(preferred, max(width - MIN_CHAT, MIN_INSPECTOR)))
+        self.inspector_visible = visible_now
+
+    def watch_inspector_visible(self, shown: bool) -> None:
+        self.query_one("#inspector").display = shown
+        self.query_one("#mini-gauge").display = not shown
+        if not shown and self.message_tree.has_focus:
+            self.chat.input.focus()
+        self.refresh_bindings()
+
+    def watch_inspector_width(self, width: int) -> None:
+        self.query_one("#inspector").styles.width = width
+
+    def watch_busy(self, busy: bool) -> None:
+        self.chat.set_busy(busy, self._activity)
+        self._show_activity()
+        self.refresh_bindings()
+
+    def _show_activity(self) -> None:
+        bash = {"ask": "bash: ask", "session": "bash: allowed this session", "preset": "bash: pre-approved"}[
+            permission_mode(self.agent)
+        ]
+        state = self._activity if self.busy else "idle"
+        self.query_one(TitleBar).set_state(f"{state} · {bash}", self.busy)
+
+    # --- typing goes to the prompt ----------------------------------------------------------------
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key the focused widget does not use goes to the prompt (it is never lost)."""
+        if not event.is_printable or event.character is None:
+            return
+        prompt = self.chat.input
+        focused = self.focused
+        if focused is prompt:
+            return
+        if focused is not None and focused.check_consume_key(event.key, event.character):
+            return
+        if event.key in self.active_bindings:
+            return  # the tree's space, a tool block's space: the focused widget uses it
+        event.stop()
+        event.prevent_default()
+        prompt.focus()
+        prompt.insert(event.character)
+
+    # --- actions (described in tui/actions.py) ------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in actions.BY_NAME and self.app.screen is not self:
+            return False  # a dialog is up: the footer below it shows none of these keys
+        return actions.availability(action, self)
+
+    def on_screen_suspend(self) -> None:
+        self.refresh_bindings()
+
+    def on_screen_resume(self) -> None:
+        self.refresh_bindings()
+
+    def action_toggle_inspector(self) -> None:
+        self._inspector_choice = not self.inspector_visible
+        self.layout_for(self.size)
+
+    def action_resize_inspector(self, delta: int) -> None:
+        if not self.inspector_visible:
+            return
+        self._width_choice = self.inspector_width + delta
+        self.layout_for(self.size)
+        self._width_choice = self.inspector_width
+
+    def action_focus_tree(self) -> None:
+        if self.message_tree.has_focus:
+            self.chat.input.focus()
+            return
+        if not self.inspector_visible:
+            self._inspector_choice = True
+            self.layout_for(self.size)
+        self.message_tree.focus()
+
+    def action_toggle_tools(self) -> None:
+        self.chat.toggle_tools()
+
+    async def action_show_help(self) -> None:
+        await self.chat.add_help(actions.help_markdown())
+
+    def action_cancel_turn(self) -> None:
+        for worker in self.workers:
+            if worker.group in ("turn", "demo") and not worker.is_finished:
+                worker.cancel()
+
+    def action_compact(self) -> None:
+        if self.busy:
+            self.notify("A turn is running: compact when it is done (esc cancels it).", severity="warning")
+            return
+
+        def chosen(focus: str | None) -> None:
+            if focus is not None:
+                self.start_compact(focus or None)
+
+        self.app.push_screen(CompactPromptScreen(), callback=chosen)
+
+    def action_compact_now(self) -> None:
+        self.start_compact(None)
+
+    def action_archive(self) -> None:
+        """The archive list; the file chosen opens in a viewer, and closing it comes back to the list."""
+
+        async def chosen(archived: ArchivedFile | None) -> None:
+            if archived is not None:
+                title = "Σ transcript" if archived.kind == "transcript" else "↩ archived tool result"
+                await self.open_archived(archived, title, then=self.action_archive)
+
+        self.app.push_screen(ArchiveListScreen(self.agent.archive.list_files()), callback=chosen)
+
+    async def action_new_session(self) -> None:
+        if self.busy:
+            self.notify("A turn is running: press esc to cancel it first.", severity="warning")
+            return
+        changed = self.agent.new_session()
+        await self.chat.clear()
+        self.gauge.reset()
+        self.steps.reset()
+        self.gauge.history_changed(changed.chars, changed.length)
+        self.gauge.flush()
+        self.message_tree.request_sync()
+        await self.chat.add_notice("new session: the history is empty (archived files stay on disk)")
+        self._show_activity()
+        self.chat.input.focus()
+
+    # --- sending ---------------------------------------------------------------------------------
+
+    @on(ChatInput.Submitted)
+    async def _submitted(self, event: ChatInput.Submitted) -> None:
+        await self.submit(event.text)
+
+    async def submit(self, text: str) -> bool:
+        """Run `text` as a user turn (or a slash command). False when a turn is already running."""
+        stripped = text.strip()
+        if stripped.startswith("/") and await self._slash(stripped):
+            return True
+        if self.busy:
+            self.notify("A turn is running: wait for it, or press esc to cancel it.", severity="warning")
+            return False
+        await self.chat.add_user(text)
+        self._begin("working")
+        self.drive(self.agent.run_turn(text))
+        return True
+
+    async def _slash(self, command: str) -> bool:
+        """A slash command from the table (`/compact [focus]` passes its argument); False if unknown."""
+        name, _, rest = command[1:].partition(" ")
+        action = actions.BY_SLASH.get(name)
+        if action is None:
+            return False
+        if action.name == "compact":
+            if self.busy:
+                self.notify("A turn is running: compact when it is done.", severity="warning")
+            else:
+                self.start_compact(rest.strip() or None)
+            return True
+        target = self.app if action.app_wide else self
+        await target.run_action(action.action)
+        return True
+
+    def _begin(self, activity: str) -> None:
+        self._activity = activity
+        self.turn_idle.clear()
+        self.busy = True
+
+    def start_compact(self, focus: str | None) -> None:
+        if self.busy:
+            return
+        self._begin("compacting")
+        self.call_later(self.chat.add_notice, f"compacting now{f' (focus: {focus})' if focus else ''}", icon="Σ")
+        self.drive(self.agent.compact(focus))
+
+    @work(exclusive=True, group="turn", exit_on_error=False, description="agent turn")
+    async def drive(self, stream: AsyncGenerator[AgentEvent, None]) -> None:
+        """Post one message per core event; aclosing makes a cancel close (and repair) the turn."""
+        cancelled = False
+        try:
+            async with contextlib.aclosing(stream) as events_:
+                async for event in events_:
+                    message = msg.wrap(event)
+                    if message is not None:
+                        self.post_message(message)
+        except asyncio.CancelledError:
+            cancelled = True
+            self.post_message(msg.TurnCancelled())
+            raise
+        except Exception as error:  # the core should not raise, but the UI must survive it
+            self.post_message(msg.TurnCrashed(f"{type(error).__name__}: {error}"))
+        finally:
+            self.post_message(msg.TurnEnded(cancelled))
+
+    # --- core events -----------------------------------------------------------------------------
+
+    @on(msg.TurnStarted)
+    def _turn_started(self, message: msg.TurnStarted) -> None:
+        self.gauge.turn_started()
+
+    @on(msg.TextDelta)
+    async def _text(self, message: msg.TextDelta) -> None:
+        await self.chat.add_text(message.event.text)
+
+    @on(msg.AssistantMessage)
+    async def _assistant(self, message: msg.AssistantMessage) -> None:
+        await self.chat.end_assistant(message.event.content)
+
+    @on(msg.ToolCallStarted)
+    async def _tool_started(self, message: msg.ToolCallStarted) -> None:
+        event = message.event
+        await self.chat.add_tool(event.tool_use_id, event.name, event.input)
+        self.chat.set_activity(f"running {visible(event.name)}")
+
+    @on(msg.PermissionRequested)
+    async def _permission(self, message: msg.PermissionRequested) -> None:
+        """Ask in a modal; the dialog answers the event's future (and closes itself if the turn closes)."""
+        if message.event.reply.done():
+            return
+        self._set_asking(True)
+
+        def answered(_: str | None) -> None:
+            self._set_asking(False)
+            self._show_activity()
+
+        await self.app.push_screen(PermissionScreen(message.event), callback=answered)
+
+    def _set_asking(self, asking: bool) -> None:
+        self.chat.set_activity("waiting for your permission" if asking else self._activity)
+        self.chat.set_waiting(asking)
+
+    @on(msg.ToolCallFinished)
+    async def _tool_finished(self, message: msg.ToolCallFinished) -> None:
+        event = message.event
+        await self.chat.finish_tool(
+            event.tool_use_id, event.name, event.input, event.output, event.output_chars, event.duration,
+            event.is_error,
+        )
+        self.chat.set_activity(self._activity)
+
+    @on(msg.CompactionStep)
+    async def _compaction(self, message: msg.CompactionStep) -> None:
+        await self.chat.add_compaction(message.event)
+        self.gauge.step(message.event)
+        self.steps.add_step(message.event)
+
+    @on(msg.ContextMeasured)
+    def _measured(self, message: msg.ContextMeasured) -> None:
+        self.gauge.measured(message.event)
+
+    @on(msg.HistoryChanged)
+    def _history_changed(self, message: msg.HistoryChanged) -> None:
+        self.gauge.history_changed(message.event.chars, message.event.length)
+        self.message_tree.request_sync()
+
+    @on(msg.Notice)
+    async def _notice(self, message: msg.Notice) -> None:
+        await self.chat.add_notice(message.event.message, warning=message.event.kind != "info")
+
+    @on(msg.ErrorEvent)
+    async def _error(self, message: msg.ErrorEvent) -> None:
+        await self.chat.add_error(message.event.message, message.event.kind)
+
+    @on(msg.TurnFinished)
+    async def _turn_finished(self, message: msg.TurnFinished) -> None:
+        await self.chat.end_assistant()
+
+    @on(msg.TurnCancelled)
+    async def _turn_cancelled(self, message: msg.TurnCancelled) -> None:
+        await self.chat.cancelled()
+
+    @on(msg.TurnCrashed)
+    async def _turn_crashed(self, message: msg.TurnCrashed) -> None:
+        await self.chat.add_error(message.error, "internal error")
+
+    @on(msg.TurnEnded)
+    async def _turn_ended(self, message: msg.TurnEnded) -> None:
+        await self.chat.end_assistant()
+        self.gauge.flush()
+        self.message_tree.request_sync()
+        self.busy = False
+        self._activity = "idle"
+        self._show_activity()
+        self.turns_completed += 1
+        self.turn_idle.set()
+        self.measure_context()
+
+    @work(exclusive=True, group="measure", exit_on_error=False, description="measure the context")
+    async def measure_context(self) -> None:
+        """Exact figures (with the tiktoken estimate) once a turn is over."""
+        if self.agent.running:
+            return
+        measured = await self.agent.measure()
+        if not self.agent.running:
+            self.gauge.measured(measured)
+            self.gauge.flush()
+
+    # --- the inspector: opening what a node points at ---------------------------------------------
+
+    def _not_archived(self, path: str, suffix: str = "") -> None:
+        self.notify(f"not an archive path: {visible(path)}{suffix}", severity="warning", markup=False)
+
+    @on(MessageTree.OpenMarker)
+    async def _open_marker(self, event: MessageTree.OpenMarker) -> None:
+        info = event.info
+        marker = info.marker
+        assert marker is not None
+        archived = self.agent.archive.resolve(marker.path)
+        if archived is None:
+            self._not_archived(marker.path)
+            return
+        title = MARKER_TITLES.get(info.kind, "archive")
+        if info.kind == "snip":
+            title = f"✂ snipped messages ({plural(marker.count or 0, 'message')} archived) · transcript"
+        await self.open_archived(archived, title, summary=marker.summary)
+
+    async def open_archived(
+        self, archived: ArchivedFile, title: str, summary: str | None = None,
+        then: Callable[[], None] | None = None,
+    ) -> None:
+        """Push an ArchiveScreen for a trusted archive file (a transcript is rendered readably);
+        `then` runs when the viewer closes."""
+        archive = self.agent.archive
+        try:
+            if archived.kind == "transcript":
+                messages = await archive.read_transcript(archived.path)
+                text = await asyncio.to_thread(transcript_text, messages)
+                head = f"{plural(len(messages), 'message')} in this transcript.\n"
+                if summary:
+                    head += f"\nThe summary now in context:\n{summary}\n"
+                text = head + text
+                screen = ArchiveScreen(title, text, path=archived.path, size=archived.size)
+            else:
+                screen = await ArchiveScreen.for_file(title, archived.absolute, path=archived.path, size=archived.size)
+        except (ArchiveError, OSError) as error:
+            self.notify(visible(str(error)), severity="error", markup=False)
+            return
+
+        def closed(_: object) -> None:
+            if then is not None:
+                then()
+
+        await self.app.push_screen(screen, callback=closed)
+
+    @on(MessageTree.OpenBlock)
+    async def _open_block(self, event: MessageTree.OpenBlock) -> None:
+        info: NodeInfo = event.info
+        where = f"#{info.index + 1}" + (f" block {info.block + 1}" if info.block is not None else "")
+        await self.app.push_screen(ArchiveScreen(f"{where} · {info.kind} · in context now", info.text))
+
+    @on(MessageTree.Untrusted)
+    def _untrusted(self, event: MessageTree.Untrusted) -> None:
+        self._not_archived(event.info.marker.path if event.info.marker else "?", " (shown as plain text, not opened)")
+
+    @on(CompactionLog.OpenFile)
+    async def _open_step_file(self, event: CompactionLog.OpenFile) -> None:
+        archived = self.agent.archive.resolve(event.path)
+        if archived is None:
+            self._not_archived(event.path)
+            return
+        title = "Σ transcript written by the step" if archived.kind == "transcript" else "↩ archived tool result"
+        await self.open_archived(archived, title)
+
+    # --- the demo --------------------------------------------------------------------------------
+
+    @work(exclusive=True, group="demo", exit_on_error=False, description="demo")
+    async def run_demo(self, commands: list[str], pause: float) -> None:
+        """Type and send each command as a user would (tui/demo.py plays the script)."""
+        from tui.demo import play
+
+        try:
+            await play(self, commands, pause)
+        except asyncio.CancelledError:
+            self.notify("Demo stopped.", title="demo", severity="warning")
+            raise
