@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from core.claude_code import looks_like_claude_code, read_claude_code
+from core.claude_code import looks_like_claude_code, read_claude_code, read_records
 from core.compaction import CompactionError, CompactionSettings
 from core.events import CompactionStep
 from core.history import estimate_chars
@@ -125,21 +125,9 @@ def _load_jsonl(path: Path) -> Inspected:
             notes.append(f"{session.sidechain_records} side-chain records left out")
         return Inspected(path, "claude-code", session.messages, archived=session.archived, summary=session.summary,
                          workdir=Path(session.cwd) if session.cwd else None, skipped=session.skipped, notes=notes)
-    messages: list[Message] = []
-    skipped = 0
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            try:
-                message = json.loads(line)
-            except ValueError:
-                skipped += 1
-                continue
-            if valid_message(message):
-                messages.append(message)
-            else:
-                skipped += 1
+    records, skipped = read_records(path)
+    messages: list[Message] = [record for record in records if valid_message(record)]
+    skipped += len(records) - len(messages)
     if not messages:
         raise InspectError(f"{path}: not a ctxtui session or transcript, nor a Claude Code session")
     workdir = path.parent.parent if path.parent.name == ".transcripts" else path.parent
