@@ -142,9 +142,12 @@ class Agent:
         toolbox = ToolBox(
             Workspace(workdir),
             bash_timeout=settings.bash_timeout,
+            max_bash_timeout=settings.max_bash_timeout,
             output_limit=settings.tool_output_limit,
             read_line_limit=settings.read_line_limit,
             spill_dir=archive.tool_results_dir,
+            spill_byte_limit=settings.spill_byte_limit,
+            glob_time_budget=settings.glob_time_budget,
         )
         compactor = Compactor(archive, summarize=model.summarize, settings=settings.compaction)
         messages: list[Message] = []
