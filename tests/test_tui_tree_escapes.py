@@ -8,7 +8,6 @@ from typing import Any
 
 from pilot_helpers import settled, wait_for
 from rich.text import Text
-from textual.pilot import Pilot
 
 from core.agent import Agent
 from core.config import Settings
