@@ -17,6 +17,7 @@ import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from core.archive import Archive
@@ -142,9 +143,12 @@ class Agent:
         toolbox = ToolBox(
             Workspace(workdir),
             bash_timeout=settings.bash_timeout,
+            max_bash_timeout=settings.max_bash_timeout,
             output_limit=settings.tool_output_limit,
             read_line_limit=settings.read_line_limit,
             spill_dir=archive.tool_results_dir,
+            spill_byte_limit=settings.spill_byte_limit,
+            glob_time_budget=settings.glob_time_budget,
         )
         compactor = Compactor(archive, summarize=model.summarize, settings=settings.compaction)
         messages: list[Message] = []
@@ -242,6 +246,21 @@ class Agent:
             self.session = SessionLog.create(self.settings.state_dir, {"model": self.model.name})
             previous.close_soon()
         return self._changed(changes, "new session")
+
+    async def resume(self, path: Path) -> HistoryChanged:
+        """Continue the session in `path` (the session picker): its validated history replaces this
+        one and a new session file records it, as `--resume` does at start. Minimal on purpose: the
+        timeline, compaction record and session permissions start empty, as after `new_session`."""
+        self._idle("resume a session")
+        messages = await asyncio.to_thread(SessionLog.load, path)
+        self._idle("resume a session")
+        self.new_session()
+        changes = self._messages.replace(messages)
+        self.last_request = _last_request(self._messages)
+        self.resumed_from = str(path)
+        if self.session is not None and messages:
+            self.session.replace(self._messages, "resume")
+        return self._changed(changes, "resume")
 
     # --- the turn -------------------------------------------------------------------------------
 

@@ -51,7 +51,10 @@ class Settings:
     resume_id: str | None = None  # `--resume ID`: that session instead of the newest valid one
     max_tokens: int = 8_000
     bash_timeout: float = 120.0
+    max_bash_timeout: float = 600.0  # the most a model-chosen bash timeout is clamped to
     tool_output_limit: int = 200_000
+    spill_byte_limit: int = 50_000_000  # bytes of long bash output spilled to a file at most
+    glob_time_budget: float = 10.0  # seconds a glob may walk before it stops and says so
     read_line_limit: int = 2_000
     request_timeout: float = 120.0
     max_retries: int = 2
@@ -78,6 +81,9 @@ TOP_LEVEL_HELP: dict[str, str] = {
     "model": "model name (ANTHROPIC_MODEL is read too, below CTXTUI_MODEL)",
     "theme": "the Textual theme of the TUI (the palette saves it here)",
     "bash_timeout": "seconds a bash command may run",
+    "max_bash_timeout": "the most seconds a bash command may ask for (its timeout is clamped to this)",
+    "spill_byte_limit": "bytes of long bash output written to the spill file at most",
+    "glob_time_budget": "seconds a glob may walk before it stops and says so",
     "tool_output_limit": "characters of tool output kept in a result",
     "read_line_limit": "lines read_file returns at most",
     "max_tokens": "max_tokens of each model call",

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from fakeapi import FakeAnthropicServer, error_reply, text_reply, tool_reply
@@ -250,8 +251,11 @@ class _AppThatQuitsAtOnce:
 
     return_code = 0
 
-    def __init__(self, agent: object, demo_commands: list[str] | None = None) -> None:
+    themes: ClassVar[list[str | None]] = []
+
+    def __init__(self, agent: object, demo_commands: list[str] | None = None, theme: str | None = None) -> None:
         self.agent = agent
+        self.themes.append(theme)
 
     def run(self) -> None:
         return None
@@ -273,6 +277,22 @@ def test_demo_says_where_its_workdir_is_kept_at_exit(monkeypatch: pytest.MonkeyP
     assert len(kept) == 1
     path = Path(kept[0].split(" kept at ")[1].split(" (")[0])
     assert path.is_dir() and path.parent == tmp_path
+
+
+def test_the_tui_starts_with_the_configured_theme(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import tui.app
+    import tui.cli
+
+    config = tmp_path / "config" / "ctxtui" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('theme = "gruvbox"\n', encoding="utf-8")
+    monkeypatch.setattr(tui.app, "CtxApp", _AppThatQuitsAtOnce)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("CTXTUI_THEME", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    _AppThatQuitsAtOnce.themes.clear()
+    assert tui.cli.main(["--offline", "--workdir", str(tmp_path)]) == 0
+    assert _AppThatQuitsAtOnce.themes == ["gruvbox"]
 
 
 def test_the_tui_says_at_exit_when_the_session_was_not_saved(monkeypatch: pytest.MonkeyPatch,

@@ -132,3 +132,42 @@ def test_help_lists_the_settings_and_the_config_path(tmp_path: Path) -> None:
     for name in ("context_char_limit", "fit_preview_chars", "summary_input_char_limit", "theme", "bash_timeout",
                  "summary_instructions", "sessions", "inspect", "--output-format", "--serve"):
         assert name in result.stdout, name
+
+
+async def test_tool_limits_from_the_file_and_env_reach_the_toolbox(tmp_path: Path) -> None:
+    """max_bash_timeout, spill_byte_limit, glob_time_budget, bash_timeout and tool_output_limit are
+    settings: their file / CTXTUI_* values are what the tools run with and tell the model."""
+    from core.agent import Agent
+    from core.config import Settings, apply_config
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    path = write_config(home, "max_bash_timeout = 7\nspill_byte_limit = 123456\nglob_time_budget = 3.5\n"
+                        "bash_timeout = 2\n")
+    environ = {"XDG_CONFIG_HOME": str(home), "CTXTUI_TOOL_OUTPUT_LIMIT": "4321"}
+    config = resolve_config(environ=environ)
+    assert config.source("max_bash_timeout") == f"file {path}"
+    assert config.source("tool_output_limit") == "env CTXTUI_TOOL_OUTPUT_LIMIT"
+    agent = Agent.from_settings(apply_config(Settings(workdir=work, offline=True), config))
+    try:
+        described = {tool["name"]: tool["description"] for tool in agent.toolbox.schemas}
+        assert "at most 7)" in described["bash"] and "123,456 bytes" in described["bash"]
+        assert "after 3.5 seconds" in described["glob"]
+        clamped = await agent.toolbox.run("bash", {"command": "echo hi", "timeout": 100})
+        assert "above the 7s maximum; 7s was used" in clamped.content
+        long = await agent.toolbox.run("bash", {"command": "yes aaaaaaa | head -c 20000"})
+        assert len(long.content) < 5_000 and "(20,000 bytes) is saved at" in long.content
+    finally:
+        await agent.aclose()
+
+
+def test_ctxtui_config_lists_the_tool_limits_with_their_source(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "spill_byte_limit = 1000000\n")
+    result = ctxtui("config", env=env_without_key(XDG_CONFIG_HOME=str(tmp_path), CTXTUI_GLOB_TIME_BUDGET="2"))
+    assert result.returncode == 0, result.stderr
+    lines = {line.split(" =")[0]: line for line in result.stdout.splitlines() if " = " in line}
+    assert lines["spill_byte_limit"].startswith("spill_byte_limit = 1000000") and lines["spill_byte_limit"].endswith(
+        f"# file {path}")
+    assert lines["glob_time_budget"].endswith("# env CTXTUI_GLOB_TIME_BUDGET")
+    assert lines["max_bash_timeout"].startswith("max_bash_timeout = 600.0") and lines["max_bash_timeout"].endswith(
+        "# default")

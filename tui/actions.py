@@ -71,6 +71,8 @@ ACTIONS: tuple[Action, ...] = (
            palette="Widen inspector", when="inspector"),
     Action("show_help", "show_help", "Show the keys and slash commands in the chat",
            palette="Help: keys and commands", slash="help"),
+    Action("sessions", "sessions", "List this workdir's sessions and resume one", key="ctrl+s",
+           palette="Sessions: resume one…", slash="sessions", when="idle"),
 )
 
 BY_NAME: dict[str, Action] = {action.name: action for action in ACTIONS}

@@ -1,7 +1,8 @@
 """CtxApp: the app-wide part of ctxtui; the chat and the inspector live on `MainScreen`.
 
 The app owns what outlives a screen: the agent (closed, and its session flushed, however the app
-ends), quitting, the command palette provider, and the demo to start. Everything a turn does is on
+ends), quitting, the command palette provider, the theme (a theme chosen from the palette is saved
+to the config file for the next start), and the demo to start. Everything a turn does is on
 `tui.screens.main.MainScreen`; the properties below hand its state to callers (tests, the demo).
 """
 
@@ -13,7 +14,10 @@ from typing import ClassVar
 
 from textual.app import App
 from textual.binding import BindingType
+from textual.command import CommandPalette
 from textual.screen import Screen
+from textual.theme import Theme
+from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from core.agent import Agent
@@ -39,9 +43,13 @@ class CtxApp(App[None]):
         agent: Agent,
         demo_commands: list[str] | None = None,
         demo_pause: float = 0.4,
+        theme: str | None = None,
     ) -> None:
         super().__init__()
         self.agent = agent
+        self._theme_problem = self._start_theme(theme)
+        self._saved_theme = self.theme
+        self._theme_timer: Timer | None = None
         self.demo_commands = list(demo_commands) if demo_commands else None
         self.demo_pause = demo_pause
         self._main: MainScreen | None = None
@@ -60,7 +68,10 @@ class CtxApp(App[None]):
         return self._main
 
     def on_ready(self) -> None:
-        """The main screen is up: start the demo, if any."""
+        """The main screen is up: follow theme changes, start the demo, if any."""
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+        if self._theme_problem:
+            self.notify(self._theme_problem, severity="warning", markup=False)
         if self.demo_commands:
             self.main.run_demo(self.demo_commands, self.demo_pause)
 
@@ -106,6 +117,42 @@ class CtxApp(App[None]):
     def palette_commands(self) -> list[tuple[str, str, str]]:
         """(name, help, action) of the palette's commands right now."""
         return [(action.palette or "", action.help, action.action) for action in actions.palette_entries(self.main)]
+
+    # --- the theme ------------------------------------------------------------------------------
+
+    def _start_theme(self, name: str | None) -> str | None:
+        """Use the configured theme; an unknown name keeps the default and returns the one-line notice."""
+        if not name or name == self.theme:
+            return None
+        if name in self.available_themes:
+            self.theme = name
+            return None
+        return visible(f"unknown theme {name!r} in the settings: using {self.theme} (ctrl+p > Theme picks one)")
+
+    def _theme_changed(self, theme: Theme) -> None:
+        """Save the theme once the choice settles (the palette's theme list previews as it moves)."""
+        if self._theme_timer is not None:
+            self._theme_timer.stop()
+        self._theme_timer = self.set_timer(0.3, self._save_theme)
+
+    def _save_theme(self) -> None:
+        if isinstance(self.screen, CommandPalette):
+            self._theme_timer = self.set_timer(0.3, self._save_theme)  # still choosing
+            return
+        if self.theme != self._saved_theme:
+            self.run_worker(self._write_theme(self.theme), group="theme", exclusive=True,
+                            exit_on_error=False, description="save the theme")
+
+    async def _write_theme(self, name: str) -> None:
+        from core.config import ConfigError, save_setting
+
+        try:
+            path = await asyncio.to_thread(save_setting, "theme", name)
+        except (ConfigError, OSError) as error:
+            self.notify(visible(f"the theme was not saved: {error}"), severity="warning", markup=False)
+            return
+        self._saved_theme = name
+        self.log.info(f"theme {name} saved to {path}")
 
     # --- ending ----------------------------------------------------------------------------------
 

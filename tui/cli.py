@@ -167,7 +167,7 @@ def run_tui(settings: Any, demo: bool) -> int:
         return EXIT_MODEL_ERROR
     from tui.app import CtxApp
 
-    app = CtxApp(agent, demo_commands=demo_commands)
+    app = CtxApp(agent, demo_commands=demo_commands, theme=settings.theme)
     try:
         app.run()
     finally:

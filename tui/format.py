@@ -1,6 +1,8 @@
 """Small text helpers shared by the widgets: numbers, sizes, one-line excerpts, transcript text.
 
 Everything here returns plain strings; callers wrap them in `Text`/`Content` (never markup).
+Excerpts and transcripts show untrusted text: control and hiding characters come out as visible
+escapes (`core.text.visible`), so they are safe to show wherever they end up.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ from typing import Any
 
 from core.history import result_text
 from core.text import one_line as core_one_line
+from core.text import visible
 
 
 def one_line(text: str, limit: int = 80) -> str:
-    """`text` on one line, cut to `limit` characters with an ellipsis (`core.text.one_line`)."""
-    return core_one_line(text, limit)
+    """`text` on one line, cut to `limit` characters with an ellipsis (`core.text.one_line`), its
+    control characters shown as escapes (they count after the cut, so an escape is never split)."""
+    return visible(core_one_line(text, limit))
 
 
 def count(value: int) -> str:
@@ -67,7 +71,12 @@ def tool_input_summary(name: str, tool_input: dict[str, Any], limit: int = 80) -
 
 
 def transcript_text(messages: Sequence[Any]) -> str:
-    """A transcript (list of API-shaped messages) as readable plain text, one section per message."""
+    """A transcript (list of API-shaped messages) as readable plain text, one section per message,
+    with control characters shown as escapes."""
+    return visible(_transcript(messages))
+
+
+def _transcript(messages: Sequence[Any]) -> str:
     parts: list[str] = []
     for index, message in enumerate(messages, start=1):
         if not isinstance(message, dict):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Callable
+from pathlib import Path
 from typing import ClassVar
 
 from textual import events, on, work
@@ -27,6 +28,8 @@ from textual.widgets import Footer
 from core.agent import Agent
 from core.archive import ArchivedFile, ArchiveError
 from core.events import AgentEvent
+from core.session import SessionInfo, list_sessions
+from core.steering import SteeringError
 from core.text import visible
 from tui import actions
 from tui import messages as msg
@@ -35,6 +38,7 @@ from tui.screens.archive import ArchiveScreen
 from tui.screens.archive_list import ArchiveListScreen
 from tui.screens.compact_prompt import CompactPromptScreen
 from tui.screens.permission import PermissionScreen
+from tui.screens.sessions import SessionsScreen
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_pane import ChatPane
 from tui.widgets.compaction_log import CompactionLog
@@ -530,6 +534,41 @@ class MainScreen(Screen[None]):
             return
         title = "Σ transcript written by the step" if archived.kind == "transcript" else "↩ archived tool result"
         await self.open_archived(archived, title)
+
+    # --- the session picker ------------------------------------------------------------------------
+
+    async def action_sessions(self) -> None:
+        """List this workdir's sessions; the one chosen is resumed here (chat, prompt history, inspector)."""
+        if self.busy:
+            self.notify("A turn is running: press esc to cancel it first.", severity="warning")
+            return
+        sessions = await asyncio.to_thread(list_sessions, self.agent.settings.state_dir)
+        current = self.agent.session.path if self.agent.session is not None else None
+
+        async def chosen(info: SessionInfo | None) -> None:
+            if info is not None:
+                await self.resume_session(info.path)
+
+        await self.app.push_screen(SessionsScreen(sessions, current), callback=chosen)
+
+    async def resume_session(self, path: Path) -> None:
+        """Make the session in `path` the running one and show it as `--resume` would."""
+        try:
+            changed = await self.agent.resume(path)
+        except (SteeringError, OSError) as error:
+            self.notify(visible(f"cannot resume {path.name}: {error}"), severity="error", markup=False)
+            return
+        await self.chat.clear()
+        self.chat.input.prompt_history.clear()
+        self.gauge.reset()
+        self.steps.reset()
+        self.gauge.history_changed(changed.chars, changed.length)
+        self.gauge.flush()
+        self.message_tree.request_sync()
+        await self._replay()
+        self._show_activity()
+        self.measure_context()
+        self.chat.input.focus()
 
     # --- the demo --------------------------------------------------------------------------------
 

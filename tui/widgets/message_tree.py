@@ -32,6 +32,7 @@ from core.archive import Archive, ArchivedFile
 from core.history import Splice, estimate_chars, message_chars, result_text, splice_between
 from core.markers import Marker, parse_marker
 from core.store import ChangeFeed, History
+from core.text import visible
 from tui.format import count, one_line, plural, size_bytes, tool_input_summary
 
 CHUNK = 500
@@ -314,7 +315,7 @@ class MessageTree(Tree[NodeInfo]):
 
     def _message_info(self, index: int, message: dict[str, Any]) -> NodeInfo:
         content = message.get("content") if isinstance(message, dict) else None
-        role = str(message.get("role", "?")) if isinstance(message, dict) else "?"
+        role = visible(str(message.get("role", "?"))) if isinstance(message, dict) else "?"
         size = message_chars(message)
         if isinstance(content, str) or not isinstance(content, list):
             text = content if isinstance(content, str) else str(content)
@@ -338,9 +339,9 @@ class MessageTree(Tree[NodeInfo]):
             if not isinstance(block, dict):
                 continue
             kind = str(block.get("type"))
-            kinds[kind] = kinds.get(kind, 0) + 1
+            kinds[visible(kind)] = kinds.get(visible(kind), 0) + 1
             if kind == "tool_use":
-                names.append(str(block.get("name")))
+                names.append(one_line(str(block.get("name")), 40))
             elif kind == "tool_result":
                 marker, archived = self._trusted_marker(block.get("content"))
                 if marker is not None and archived is not None:
@@ -370,26 +371,26 @@ class MessageTree(Tree[NodeInfo]):
             return Text.assemble(
                 (f"✂ snip: {plural(marker.count or 0, 'message')} archived", self._style("snip")),
                 (" → ", self._style("snip")),
-                (marker.path, self._style("snip") + link),
+                (visible(marker.path), self._style("snip") + link),
             )
         if marker.kind in ("compacted", "reactive"):
             title = "Σ compacted summary" if marker.kind == "compacted" else "Σ reactive compact"
             return Text.assemble(
                 (title, self._style("summary")),
                 (" → ", self._style("summary")),
-                (marker.path, self._style("summary") + link),
+                (visible(marker.path), self._style("summary") + link),
             )
         if marker.kind == "placeholder":
             return Text.assemble(
                 ("↩ placeholder", self._style("placeholder")),
                 (" → ", self._style("placeholder")),
-                (marker.path, self._style("placeholder") + link),
+                (visible(marker.path), self._style("placeholder") + link),
             )
         preview = len(marker.preview or "")
         return Text.assemble(
             (f"⇲ persisted output ({count(preview)}-char preview)", self._style("persisted")),
             (" → ", self._style("persisted")),
-            (marker.path, self._style("persisted") + link),
+            (visible(marker.path), self._style("persisted") + link),
         )
 
     def populate(self, node: TreeNode[NodeInfo]) -> None:
@@ -417,7 +418,7 @@ class MessageTree(Tree[NodeInfo]):
             assert isinstance(tool_input, dict)
             name = str(block.get("name"))
             return Text.assemble(
-                "tool_use ", (name, self._style("tool")), f" · {tool_input_summary(name, tool_input, 60)}"
+                "tool_use ", (one_line(name, 40), self._style("tool")), f" · {tool_input_summary(name, tool_input, 60)}"
             ), info
         if kind == "tool_result":
             raw = block.get("content")
@@ -434,7 +435,7 @@ class MessageTree(Tree[NodeInfo]):
             if marker is not None:
                 label.append(" · unverified marker", style=muted)
             return label, info
-        return Text(f"{kind} block"), info
+        return Text(f"{one_line(kind, 40)} block"), info
 
     def get_label_width(self, node: TreeNode[NodeInfo]) -> int:
         """Cheap width, measured once per label (the default renders every label on every rebuild)."""
