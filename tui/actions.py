@@ -82,11 +82,11 @@ ACTIONS: tuple[Action, ...] = (
     Action("restore", "restore", "Put an archived result back in context, byte-exact (the selected placeholder)",
            palette="Restore the selected archived result", slash="restore", slash_arg="path", when="idle"),
     Action("undo", "undo", "Undo the last compaction: what it removed is back, in place", key="f6",
-           footer="Undo", palette="Undo the last compaction", slash="undo", when="idle"),
+           palette="Undo the last compaction", slash="undo", when="idle"),
     Action("pause", "toggle_pause", "Pause or resume automatic compaction (reactive compaction still guards the API)",
-           key="f5", footer="Pause", palette="Pause/resume automatic compaction", slash="pause"),
+           key="f5", palette="Pause/resume automatic compaction", slash="pause"),
     Action("preview", "preview", "Show what the next call's compaction would do, step by step", key="f4",
-           footer="Preview", palette="Preview the next compaction", slash="preview", when="idle"),
+           palette="Preview the next compaction", slash="preview", when="idle"),
 )
 
 BY_NAME: dict[str, Action] = {action.name: action for action in ACTIONS}

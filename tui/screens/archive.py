@@ -50,7 +50,7 @@ class ArchiveScreen(ModalScreen[None]):
         Binding("down", "scroll_text('down')", "Scroll down", show=False, id="archive.down"),
         Binding("ctrl+home", "scroll_text('home')", "Top", show=False, id="archive.top"),
         Binding("ctrl+end", "scroll_text('end')", "Bottom", show=False, id="archive.bottom"),
-        Binding("ctrl+e", "restore", "Restore to context", id="archive.restore"),
+        Binding("ctrl+e", "restore", "Restore to context", show=False, priority=True, id="archive.restore"),
     ]
 
     def __init__(

@@ -25,7 +25,7 @@ class ArchiveListScreen(ModalScreen[ArchivedFile | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close", id="archive_list.close"),
-        Binding("ctrl+e", "restore", "Restore to context", id="archive_list.restore"),
+        Binding("ctrl+e", "restore", "Restore to context", show=False, id="archive_list.restore"),
     ]
 
     def __init__(self, files: list[ArchivedFile], restore: Callable[[str], object] | None = None) -> None:

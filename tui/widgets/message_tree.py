@@ -108,10 +108,10 @@ class MessageTree(Tree[NodeInfo]):
     }
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("p", "screen.toggle_pin", "Pin", id="tree.pin", tooltip="Pin or unpin the selected tool result"),
-        Binding("d", "screen.drop", "Drop", id="tree.drop", tooltip="Archive the selected tool result now"),
-        Binding("r", "screen.restore", "Restore", id="tree.restore", tooltip="Restore the selected archived result"),
-        Binding("u", "screen.undo", "Undo", id="tree.undo", tooltip="Undo the last compaction"),
+        Binding("p", "screen.toggle_pin", "Pin", show=False, id="tree.pin", tooltip="Pin or unpin the selected tool result"),
+        Binding("d", "screen.drop", "Drop", show=False, id="tree.drop", tooltip="Archive the selected tool result now"),
+        Binding("r", "screen.restore", "Restore", show=False, id="tree.restore", tooltip="Restore the selected archived result"),
+        Binding("u", "screen.undo", "Undo", show=False, id="tree.undo", tooltip="Undo the last compaction"),
     ]
 
     @dataclass
