@@ -22,8 +22,8 @@ from core.tools import PERMISSION_DENIED
 from tui import messages as msg
 from tui.app import CtxApp
 from tui.screens.compact_prompt import CompactPromptScreen
-from tui.screens.summary_review import SummaryReviewScreen
 from tui.screens.permission import PermissionScreen
+from tui.screens.summary_review import SummaryReviewScreen
 from tui.widgets.chat_blocks import AssistantBlock, NoticeLine, UserBlock
 from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.tool_block import ToolBlock
