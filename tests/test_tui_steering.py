@@ -168,7 +168,9 @@ async def test_the_preview_warns_before_a_summary_and_marks_what_it_shortens(tmp
         await wait_for(pilot, lambda: app.gauge.preview_warning and "SUMMARISE" in app.gauge.preview_line)
         await pilot.press("f4")
         await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
-        assert any(step.step == "compact_history" for step in app.screen.steps)
+        screen = app.screen
+        assert isinstance(screen, PreviewScreen)
+        assert any(step.step == "compact_history" for step in screen.steps)
     await agent.aclose()
 
 
