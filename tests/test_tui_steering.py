@@ -116,6 +116,11 @@ async def test_palette_and_slash_commands_steer_the_context(tmp_path: Path) -> N
         await wait_for(pilot, lambda: not agent.auto_compact and "paused" in app.gauge.render().plain)
         assert await app.submit("/pause")
         await wait_for(pilot, lambda: agent.auto_compact and "paused" not in app.gauge.render().plain)
+        app.chat.input.focus()
+        await pilot.press("f5")  # the key, from the prompt
+        await wait_for(pilot, lambda: not agent.auto_compact and "paused" in app.gauge.render().plain)
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: agent.auto_compact)
         assert await app.submit("/preview")
         await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
         await pilot.press("escape")
@@ -197,4 +202,7 @@ async def test_compact_shows_the_summary_first_and_uses_the_edited_text(tmp_path
         marker = parse_marker(agent.messages[0]["content"])
         assert len(agent.messages) == 1 and marker is not None
         assert marker.summary == "My own summary: f1.txt was read."
+        app.chat.input.focus()
+        await pilot.press("f3")  # undo, from the prompt: right after a compact, the list before it
+        await wait_for(pilot, lambda: agent.messages == before)
     await agent.aclose()

@@ -81,7 +81,7 @@ ACTIONS: tuple[Action, ...] = (
            palette="Drop the selected tool result", slash="drop", slash_arg="tool_use_id", when="idle"),
     Action("restore", "restore", "Put an archived result back in context, byte-exact (the selected placeholder)",
            palette="Restore the selected archived result", slash="restore", slash_arg="path", when="idle"),
-    Action("undo", "undo", "Undo the last compaction: what it removed is back, in place", key="f6",
+    Action("undo", "undo", "Undo the last compaction: what it removed is back, in place", key="f3",
            palette="Undo the last compaction", slash="undo", when="idle"),
     Action("pause", "toggle_pause", "Pause or resume automatic compaction (reactive compaction still guards the API)",
            key="f5", palette="Pause/resume automatic compaction", slash="pause"),
