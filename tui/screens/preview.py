@@ -58,6 +58,8 @@ class PreviewScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     #preview-dialog { height: auto; max-height: 90%; }
     #preview-steps { height: auto; max-height: 30; }
+    .preview--step { margin-bottom: 1; }
+    .preview--step.-lossy { color: $text-warning; text-style: bold; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
