@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from core.agent import Agent
@@ -200,7 +200,8 @@ async def run_session(plan: list[Action], limit: int, keep: int) -> None:
             await agent.aclose()
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plan=actions, limit=st.sampled_from([6_000, 12_000, 50_000]), keep=st.integers(0, 3))
+@example(plan=[("turn", 0), ("turn", 9), ("drop", 1)], limit=6_000, keep=0)  # dropping a persisted result
 def test_random_steering_between_turns_keeps_every_invariant(plan: list[Action], limit: int, keep: int) -> None:
     asyncio.run(run_session(plan, limit, keep))
