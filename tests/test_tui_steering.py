@@ -16,6 +16,7 @@ from core.config import Settings
 from core.markers import parse_marker
 from tui.app import CtxApp
 from tui.screens.archive import ArchiveScreen
+from tui.screens.archive_list import ArchiveListScreen
 from tui.screens.preview import PreviewScreen
 from tui.screens.summary_review import SummaryReviewScreen
 from tui.widgets.message_tree import NodeInfo
@@ -205,4 +206,21 @@ async def test_compact_shows_the_summary_first_and_uses_the_edited_text(tmp_path
         app.chat.input.focus()
         await pilot.press("f3")  # undo, from the prompt: right after a compact, the list before it
         await wait_for(pilot, lambda: agent.messages == before)
+    await agent.aclose()
+
+
+async def test_restore_from_the_archive_list(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path)
+    app = CtxApp(agent)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await send(pilot, app, "read f1.txt", 1)
+        (tool_use_id, text), = results(agent).items()
+        assert await app.submit(f"/drop {tool_use_id}")
+        await wait_for(pilot, lambda: parse_marker(results(agent)[tool_use_id]) is not None)
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ArchiveListScreen))
+        await pilot.pause(0.1)
+        await pilot.press("down", "ctrl+e")  # highlight the one file, restore it
+        await wait_for(pilot, lambda: results(agent)[tool_use_id] == text)
+        assert not isinstance(app.screen, ArchiveListScreen)
     await agent.aclose()
