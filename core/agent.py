@@ -124,7 +124,7 @@ class Agent:
         self._steps: list[CompactionStep] = []  # what the compactor reported during the current call
         self.compactions: list[Compaction] = []
         """Every compaction applied to this history, oldest first (what `undo_compaction` reverses)."""
-        self.auto_compact = True
+        self.auto_compact = self.settings.auto_compact
         """False pauses the pipeline before each call; reactive_compact still guards an API refusal."""
         self._session_error: str | None = None
         self._timeline = Timeline(None if model.offline else price_for(model.name), offline=model.offline)

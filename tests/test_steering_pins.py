@@ -180,3 +180,14 @@ async def test_standing_summary_instructions_reach_every_summary(
     assert len(seen) == 2
     assert "the parser" in (seen[0] or "")
     assert all("always keep the failing test names" in (focus or "") for focus in seen)
+
+
+async def test_the_pause_is_a_setting(made: list[Agent], tmp_path: Path) -> None:
+    from core.config import apply_config, resolve_config
+
+    config = resolve_config(environ={"CTXTUI_AUTO_COMPACT": "false"}, path=tmp_path / "none.toml")
+    assert apply_config(Settings(workdir=tmp_path), config).auto_compact is False
+    assert config.source("auto_compact") == "env CTXTUI_AUTO_COMPACT"
+    agent = Agent.from_settings(Settings(workdir=tmp_path, offline=True, auto_compact=False))
+    made.append(agent)
+    assert agent.auto_compact is False
