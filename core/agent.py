@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from core.archive import Archive
-from core.compaction import CompactionError, Compactor
+from core.compaction import CompactionError, Compactor, Summarize, conversation_text
 from core.config import Settings
 from core.counting import count_next_request
 from core.events import (
@@ -47,8 +47,9 @@ from core.history import interrupted_result, splice_between, text_of
 from core.markers import parse_marker
 from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, Retrying, TextChunk
 from core.session import SessionLog, resume_path
-from core.steering import Compaction, SteeringError, drop_result, restore_result, undo
+from core.steering import Compaction, SteeringError, drop_result, find_result, restore_result, undo
 from core.store import History
+from core.text import error_line
 from core.tokens import TokenCounter
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput, Workspace
 from core.usage import ContextSample, Timeline, TokenCount, price_for
@@ -124,11 +125,13 @@ class Agent:
         self._steps: list[CompactionStep] = []  # what the compactor reported during the current call
         self.compactions: list[Compaction] = []
         """Every compaction applied to this history, oldest first (what `undo_compaction` reverses)."""
-        self.auto_compact = True
+        self.auto_compact = self.settings.auto_compact
         """False pauses the pipeline before each call; reactive_compact still guards an API refusal."""
         self._session_error: str | None = None
         self._timeline = Timeline(None if model.offline else price_for(model.name), offline=model.offline)
         compactor.on_event = self._steps.append
+        if compactor.summarize is not None and self.settings.summary_instructions.strip():
+            compactor.summarize = _with_instructions(compactor.summarize, self.settings.summary_instructions)
 
     # --- construction -------------------------------------------------------------------------
 
@@ -152,17 +155,23 @@ class Agent:
         )
         compactor = Compactor(archive, summarize=model.summarize, settings=settings.compaction)
         messages: list[Message] = []
+        pins: list[str] = []
         resumed = None
         if settings.resume:
             latest = resume_path(settings.state_dir, settings.resume_id)
             if latest is not None:
-                messages = SessionLog.load(latest)
+                replay = SessionLog.replay(latest)
+                messages, pins = replay.messages, replay.pins
                 resumed = str(latest)
         session = SessionLog.create(settings.state_dir, {"model": model.name, "workdir": str(workdir)})
         agent = cls(model, toolbox, compactor, settings=settings, session=session, messages=messages,
                     allow_all=allow_all)
         if messages:
             session.replace(messages, "resume")
+        kept = [tool_use_id for tool_use_id in pins if find_result(messages, tool_use_id) is not None]
+        if kept:
+            compactor.pinned = frozenset(kept)
+            session.pins(compactor.pinned)
         if resumed is not None:
             agent.resumed_from = resumed
             agent._announce = Notice(f"resumed {len(messages)} messages from {resumed}")
@@ -240,6 +249,7 @@ class Agent:
         self.last_input_tokens = None
         self.allowed_for_session.clear()
         self.compactions.clear()
+        self.compactor.pinned = frozenset()
         self._timeline = Timeline(self._timeline.price, offline=self._timeline.offline)  # cost is per session
         if self.session is not None:
             previous = self.session
@@ -476,7 +486,9 @@ class Agent:
             self._record_compaction(steps, before)
             yield changed
 
-    async def _compaction(self, step: StepName, focus: str | None) -> AsyncGenerator[AgentEvent, None]:
+    async def _compaction(
+        self, step: StepName, focus: str | None, summary: str | None = None
+    ) -> AsyncGenerator[AgentEvent, None]:
         """compact_history (the compact tool, the user) or reactive_compact (an API refusal)."""
         self._steps.clear()
         self._timeline.note_before(self.chars)
@@ -485,7 +497,7 @@ class Agent:
             call = self.compactor.reactive_compact(self._messages, self.last_request)
             label = "reactive compaction"
         else:
-            call = self.compactor.compact_history(self._messages, self.last_request, focus=focus)
+            call = self.compactor.compact_history(self._messages, self.last_request, focus=focus, summary=summary)
             label = "compact"
         try:
             compacted = await call
@@ -550,6 +562,97 @@ class Agent:
         self._log(Notice(f"undid {' + '.join(last.steps)} (its files stay in the archive)"))
         return self._replace(messages, "undo")
 
+    @property
+    def pinned(self) -> frozenset[str]:
+        """The tool_use ids whose results every compaction step keeps byte-exact."""
+        return self.compactor.pinned
+
+    async def pin(self, tool_use_id: str) -> Notice:
+        """Pin a tool result: every step keeps it (and its tool_use) byte-exact. Saved with the session.
+
+        Only tool results can be pinned (the pipeline carries pairs, not user messages). The notice
+        it returns is a warning when the pinned results alone are over the context limit.
+        """
+        if tool_use_id in self.pinned:
+            return Notice(f"the result of {tool_use_id} is already pinned")
+        if find_result(self._messages, tool_use_id) is None:
+            raise SteeringError(f"no tool result for {tool_use_id!r} in the context (only tool results can be pinned)")
+        self._set_pins(self.pinned | {tool_use_id})
+        return self._pins_notice(f"pinned the result of {tool_use_id}: every compaction step keeps it byte-exact")
+
+    async def unpin(self, tool_use_id: str) -> Notice:
+        """Unpin a tool result; compaction may shorten it again."""
+        if tool_use_id not in self.pinned:
+            raise SteeringError(f"the result of {tool_use_id} is not pinned")
+        self._set_pins(self.pinned - {tool_use_id})
+        return self._pins_notice(f"unpinned the result of {tool_use_id}")
+
+    def _set_pins(self, ids: frozenset[str]) -> None:
+        self.compactor.pinned = ids
+        if self.session is not None:
+            self.session.pins(ids)
+
+    def pinned_chars(self) -> int:
+        """The JSON size of the pinned results (with their tool_use blocks), as the summary carries them."""
+        found = [find_result(self._messages, tool_use_id) for tool_use_id in self.pinned]
+        blocks: list[Any] = []
+        for position in found:
+            if position is None:
+                continue
+            index, block_index = position
+            blocks.append(self._messages[index]["content"][block_index])
+        return len(json.dumps(blocks, default=str, ensure_ascii=False))
+
+    def _pins_notice(self, text: str) -> Notice:
+        limit = self.compactor.settings.context_char_limit
+        size = self.pinned_chars() if self.pinned else 0
+        if size > limit:
+            notice = Notice(
+                f"{text}; the pinned results alone are {size:,} chars, over the {limit:,}-char limit: "
+                "compaction cannot bring the context under it (unpin some)", "warning")
+        else:
+            notice = Notice(text)
+        self._log(notice)
+        return notice
+
+    async def preview(self) -> list[CompactionStep]:
+        """What the next prepare would do now, step by step (writes nothing, calls no model)."""
+        self._idle("preview the next call")
+        return await self.compactor.dry_run(self._messages, self.last_request)
+
+    async def recompact_warning(self) -> Notice | None:
+        """After an undo: a warning when automatic compaction would compact again on the next call."""
+        if not self.auto_compact or self.running:
+            return None
+        fired = [step.step for step in await self.preview() if step.saved > 0 or step.step == "compact_history"]
+        if not fired:
+            return None
+        notice = Notice(
+            f"automatic compaction is on: the next call would run {' + '.join(dict.fromkeys(fired))} again; "
+            "pause it, or compact with a focus instead", "warning")
+        self._log(notice)
+        return notice
+
+    async def draft_summary(self, focus: str | None = None) -> str:
+        """A summary of the history as a manual compact would ask for it; changes nothing.
+
+        Review (and edit) it, then `compact(focus, summary=text)` puts exactly that text in.
+        """
+        self._idle("draft a summary")
+        if not self._messages:
+            raise SteeringError("nothing to summarise yet")
+        summarize = self.compactor.summarize
+        if summarize is None:
+            raise SteeringError("no summarizer configured")
+        text = conversation_text(self._messages, self.compactor.settings.summary_input_char_limit)
+        try:
+            summary = await summarize(text, focus)
+        except Exception as error:
+            raise SteeringError(f"the summary failed: {error_line(error)}") from error
+        if not isinstance(summary, str) or not summary.strip():
+            raise SteeringError("the summary came back empty")
+        return summary
+
     async def archive_request(self, text: str) -> str:
         """Save a request too long for the context in the archive; returns the short message to send instead.
 
@@ -563,8 +666,11 @@ class Agent:
             f"Read it with read_file (offset/limit) before answering.]\n\nIts beginning:\n{preview}"
         )
 
-    async def compact(self, focus: str | None = None) -> AsyncIterator[AgentEvent]:
-        """Compact the history now, on the user's request (the focus goes into the summary request)."""
+    async def compact(self, focus: str | None = None, summary: str | None = None) -> AsyncIterator[AgentEvent]:
+        """Compact the history now, on the user's request (the focus goes into the summary request).
+
+        `summary` (e.g. a reviewed `draft_summary`) is used exactly as given instead of asking the model.
+        """
         if self.running:
             yield ErrorEvent("cannot compact while a turn is running", "busy")
             return
@@ -573,7 +679,7 @@ class Agent:
             return
         self.running = True
         try:
-            async with contextlib.aclosing(self._compaction("compact_history", focus)) as events:
+            async with contextlib.aclosing(self._compaction("compact_history", focus, summary)) as events:
                 async for event in events:
                     yield self._log(event)
                     if notice := self._session_notice():
@@ -605,6 +711,17 @@ class Agent:
 
 
 UNANSWERED_MARK = "[An earlier request that got no answer: the turn ended before a reply. The current request follows.]"
+
+
+def _with_instructions(summarize: Summarize, instructions: str) -> Summarize:
+    """`summarize` with the user's standing summary instructions added to every focus."""
+
+    async def summarize_with(text: str, focus: str | None) -> str:
+        standing = f"Always: {instructions.strip()}"
+        return await summarize(text, f"{focus}\n{standing}" if focus else standing)
+
+    summarize_with.__wrapped__ = summarize  # type: ignore[attr-defined]
+    return summarize_with
 
 
 def _unanswered_request(message: Message) -> bool:

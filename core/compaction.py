@@ -511,7 +511,8 @@ class Compactor:
     # --- step 4 --------------------------------------------------------------------------------
 
     async def compact_history(
-        self, messages: Sequence[Message], active_request: str, focus: str | None = None
+        self, messages: Sequence[Message], active_request: str, focus: str | None = None,
+        summary: str | None = None,
     ) -> list[Message]:
         """Step 4, only if still over the limit (and for the compact tool / command).
 
@@ -527,11 +528,15 @@ class Compactor:
         the current request alone is: then the event warns once what holds the history, and the
         model is not asked again while that request is current. A refused summary leaves its
         transcript behind (a copy of the history, harmless).
+
+        `summary`, when given (a draft the user reviewed and maybe edited), is used as the summary
+        exactly as it is, and the model is not called.
         """
-        return await self._compact_history(messages, active_request, focus, strict=False)
+        return await self._compact_history(messages, active_request, focus, strict=False, summary=summary)
 
     async def _compact_history(
-        self, messages: Sequence[Message], active_request: str, focus: str | None, *, strict: bool
+        self, messages: Sequence[Message], active_request: str, focus: str | None, *, strict: bool,
+        summary: str | None = None,
     ) -> list[Message]:
         before = self.estimate_chars(messages)
         if strict and active_request == self._hopeless_request:
@@ -541,8 +546,11 @@ class Compactor:
             await self._emit("compact_history", before, before, len(messages), (),
                              "would run next: the summary needs the model, so the figures after it are unknown")
             return _unchanged(messages)
+        if summary is not None and not summary.strip():
+            raise CompactionError("the summary is empty; history left as it was")
         transcript = await self._write_transcript(messages)
-        summary = await self._summarize(messages, focus, transcript)
+        if summary is None:
+            summary = await self._summarize(messages, focus, transcript)
         result = [{"role": "user", "content": summary_message("Compacted", active_request, summary, transcript)},
                   *carried]
         changes = (Splice(0, len(messages), tuple(result)),)

@@ -62,6 +62,7 @@ class Settings:
     offline_chunk_delay: float = 0.0
     theme: str = DEFAULT_THEME
     summary_instructions: str = ""  # added to every summary request
+    auto_compact: bool = True  # False starts with automatic compaction paused (the TUI toggles it)
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
 
     @property
@@ -88,6 +89,7 @@ TOP_LEVEL_HELP: dict[str, str] = {
     "read_line_limit": "lines read_file returns at most",
     "max_tokens": "max_tokens of each model call",
     "summary_instructions": "text added to every summary request",
+    "auto_compact": "false starts with automatic compaction paused (reactive compaction still guards the API)",
 }
 TOP_LEVEL_FIELDS: tuple[str, ...] = tuple(TOP_LEVEL_HELP)
 COMPACTION_FIELDS: tuple[str, ...] = tuple(item.name for item in fields(CompactionSettings))

@@ -21,6 +21,7 @@ import json
 import os
 import secrets
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,7 @@ class Replay:
     meta: dict[str, Any] = field(default_factory=dict)
     records: int = 0
     skipped: int = 0  # lines that were cut, not JSON, or not of a valid shape
+    pins: list[str] = field(default_factory=list)  # the last "pins" record: pinned tool_use ids
 
     @property
     def valid(self) -> bool:
@@ -153,6 +155,10 @@ class SessionLog:
 
     def message(self, message: dict[str, Any]) -> None:
         self.record({"type": "message", "message": message})
+
+    def pins(self, ids: Iterable[str]) -> None:
+        """Record the pinned tool_use ids (the last record wins on replay; older readers skip it)."""
+        self.record({"type": "pins", "ids": sorted(ids)})
 
     def replace(self, messages: list[dict[str, Any]], reason: str) -> None:
         self.record({"type": "replace", "reason": reason, "messages": messages})
@@ -249,6 +255,8 @@ class SessionLog:
                     kept = [message for message in entry["messages"] if valid_message(message)]
                     replay.skipped += len(kept) != len(entry["messages"])
                     messages = kept
+                elif kind == "pins" and isinstance(entry.get("ids"), list):
+                    replay.pins = [str(item) for item in entry["ids"] if isinstance(item, str)]
                 elif kind == "meta" and not replay.meta:
                     replay.meta = entry
                 elif kind != "event":

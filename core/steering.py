@@ -60,6 +60,9 @@ async def drop_result(messages: Sequence[Message], archive: Archive, tool_use_id
     marker = parse_marker(content)
     if marker is not None and marker.kind == "placeholder":
         raise SteeringError(f"the result of {tool_use_id} is already archived at {marker.path}")
+    if marker is not None and marker.kind == "persisted" and archive.is_own(marker.path, tool_use_id):
+        # already saved whole (as micro_compact does, keep that file rather than archive the preview)
+        return _with_block_content(messages, index, block_index, placeholder(marker.path)), marker.path
     try:
         path = await archive.save_tool_result(tool_use_id, result_text(content))
     except ArchiveError as error:

@@ -11,6 +11,10 @@ Every picture is the real `CtxApp` on a real offline `Agent` in a fresh workdir 
   tree-markers.png      a history with every marker kind, the marker messages expanded
   archive-viewer.png    ArchiveScreen opened from a placeholder node, with a search
   small-80x24.png       the same app in an 80x24 terminal (inspector folded into a one-line gauge)
+  preview.png           the preview of the next call (f4) with a pinned result, paused then resumed
+  summary-review.png    the summary drafted for review before a manual compact (ctrl+o)
+
+`make_screenshots.py steering` writes only the last two.
 
 The context is over the limit only between a turn adding tool results and the next
 `Compactor.prepare` (which runs at once and brings it down), so "over the limit" lasts
@@ -275,7 +279,42 @@ async def small_terminal() -> None:
     await agent.aclose()
 
 
+async def steering_views() -> None:
+    """preview + summary-review: three reads with compaction paused, one result pinned, then resumed."""
+    compaction = CompactionSettings(context_char_limit=9_000, keep_recent_results=1)
+    agent = make_agent(await fresh_workdir(), compaction)
+    app = CtxApp(agent)
+    async with app.run_test(size=SIZE) as pilot:
+        freeze_cursors(app)
+        await app.submit("/pause")
+        for command in ("read src/module_01.py", "read src/module_02.py", "read src/module_03.py"):
+            await send(pilot, app, command)
+        first = next(block["tool_use_id"] for message in agent.messages if isinstance(message["content"], list)
+                     for block in message["content"] if block.get("type") == "tool_result")
+        await app.submit(f"/pin {first}")
+        await app.submit("/pause")
+        await wait_for(pilot, lambda: "next call:" in app.gauge.preview_line)
+        await settle(pilot, app)
+        await pilot.press("f4")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "PreviewScreen")
+        await settle(pilot, app)
+        save(app, "preview")
+        await pilot.press("escape")
+        await pilot.press("ctrl+o")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CompactPromptScreen")
+        await pilot.press(*"the module edits", "enter")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "SummaryReviewScreen")
+        await settle(pilot, app)
+        save(app, "summary-review")
+    await agent.aclose()
+
+
 async def main() -> None:
+    if sys.argv[1:] == ["steering"]:
+        await steering_views()
+        shutil.rmtree(WORKDIR, ignore_errors=True)
+        return
+    await steering_views()
     await demo_over_the_limit()
     await tree_and_archive()
     await small_terminal()

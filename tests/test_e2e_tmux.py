@@ -154,3 +154,48 @@ def test_shrinking_the_real_terminal_lays_out_for_the_new_size() -> None:
     finally:
         tmux.kill_server()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+@pytest.mark.timeout(60)
+def test_pin_compact_undo_round_trip_in_a_real_terminal() -> None:
+    """Read a file, pin its result in the tree (p), compact with the summary reviewed first (ctrl+s
+    accepts it), see the pinned result carried after the summary, then undo (f3): the history is
+    back as it was (four messages, the pin still marked)."""
+    root = Path(tempfile.mkdtemp(prefix="ctxtui-e2e-"))
+    workdir = root / "work"
+    workdir.mkdir()
+    (workdir / "notes.txt").write_text("".join(f"note {n}\n" for n in range(60)), encoding="utf-8")
+    tmux = Tmux(root)
+
+    def keys(*names: str, literal: bool = False) -> None:
+        tmux.run("send-keys", "-t", tmux.session, *(["-l"] if literal else []), *names, check=True)
+
+    try:
+        tmux.start(f"{sys.executable} -m tui.cli --offline --workdir {workdir}")
+        wait_until(lambda: "Message the agent" in tmux.screen(), 15, "the prompt", tmux)
+        keys("read notes.txt", literal=True)
+        keys("Enter")
+        wait_until(lambda: "#4 assistant" in tmux.screen(), 15, "the reply in the tree", tmux)
+        keys("C-t")
+        time.sleep(0.3)
+        keys("Up")
+        time.sleep(0.3)
+        keys("p")
+        wait_until(lambda: "pinned the result" in tmux.screen() and "pinned" in tmux.screen(), 10, "the pin", tmux)
+        keys("C-t")
+        time.sleep(0.3)
+        keys("/compact", literal=True)
+        keys("Enter")
+        wait_until(lambda: "Review the summary" in tmux.screen(), 15, "the summary review", tmux)
+        keys("C-s")
+        wait_until(lambda: "Σ compacted summary" in tmux.screen(), 15, "the compacted summary", tmux)
+        assert "#3 user" in tmux.screen() and "pinned" in tmux.screen()  # summary, tool_use, pinned result
+        keys("F3")
+        wait_until(lambda: "undid the last compaction" in tmux.screen(), 10, "the undo", tmux)
+        wait_until(lambda: "#4 assistant" in tmux.screen(), 10, "the four messages back", tmux)
+        tmux.run("send-keys", "-t", tmux.session, "C-q", check=True)
+        wait_until(lambda: not tmux.alive(), 8, "the app to exit after ctrl+q", tmux)
+    finally:
+        tmux.kill_server()
+        shutil.rmtree(root, ignore_errors=True)

@@ -23,6 +23,7 @@ from tui import messages as msg
 from tui.app import CtxApp
 from tui.screens.compact_prompt import CompactPromptScreen
 from tui.screens.permission import PermissionScreen
+from tui.screens.summary_review import SummaryReviewScreen
 from tui.widgets.chat_blocks import AssistantBlock, NoticeLine, UserBlock
 from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.tool_block import ToolBlock
@@ -188,6 +189,8 @@ async def test_compact_binding_asks_for_focus_and_compacts(tmp_path: Path) -> No
         await pilot.press("ctrl+o")
         await wait_for(pilot, lambda: isinstance(app.screen, CompactPromptScreen))
         await pilot.press(*"notes", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SummaryReviewScreen))  # summary first
+        await pilot.press("ctrl+s")
         await settled(pilot, app, 2)
         steps = [m.event for m in seen if isinstance(m, msg.CompactionStep)]
         assert [step.step for step in steps] == ["compact_history"]

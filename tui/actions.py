@@ -55,7 +55,8 @@ ACTIONS: tuple[Action, ...] = (
            key="ctrl+b", footer="Inspector", palette="Toggle inspector", slash="inspector"),
     Action("focus_tree", "focus_tree", "Move focus between the prompt and the message tree", key="ctrl+t",
            footer="Tree", palette="Focus message tree"),
-    Action("compact", "compact", "Summarise the history into one message (optional focus)", key="ctrl+o",
+    Action("compact", "compact", "Summarise the history into one message (optional focus); review the summary first",
+           key="ctrl+o",
            footer="Compact", palette="Compact context now…", slash="compact", slash_arg="focus", when="idle"),
     Action("compact_now", "compact_now", "Summarise the history right away, without a focus",
            palette="Compact context now (no focus)", when="idle"),
@@ -73,6 +74,21 @@ ACTIONS: tuple[Action, ...] = (
            palette="Help: keys and commands", slash="help"),
     Action("sessions", "sessions", "List this workdir's sessions and resume one", key="ctrl+s",
            palette="Sessions: resume one…", slash="sessions", when="idle"),
+    # --- steering (issue 10): the tree's keys p/d/r/u run these on the selected node ---
+    Action("pin", "toggle_pin", "Pin or unpin a tool result (the selected one): compaction keeps it byte-exact",
+           palette="Pin/unpin the selected tool result", slash="pin", slash_arg="tool_use_id", when="idle"),
+    Action("unpin", "unpin", "Unpin a tool result (the selected one): compaction may shorten it again",
+           slash="unpin", slash_arg="tool_use_id", when="idle"),
+    Action("drop", "drop", "Archive a tool result now (the selected one) and leave a placeholder",
+           palette="Drop the selected tool result", slash="drop", slash_arg="tool_use_id", when="idle"),
+    Action("restore", "restore", "Put an archived result back in context, byte-exact (the selected placeholder)",
+           palette="Restore the selected archived result", slash="restore", slash_arg="path", when="idle"),
+    Action("undo", "undo", "Undo the last compaction: what it removed is back, in place", key="f3",
+           palette="Undo the last compaction", slash="undo", when="idle"),
+    Action("pause", "toggle_pause", "Pause or resume automatic compaction (reactive compaction still guards the API)",
+           key="f5", palette="Pause/resume automatic compaction", slash="pause"),
+    Action("preview", "preview", "Show what the next call's compaction would do, step by step", key="f4",
+           palette="Preview the next compaction", slash="preview", when="idle"),
 )
 
 BY_NAME: dict[str, Action] = {action.name: action for action in ACTIONS}
@@ -134,7 +150,8 @@ def help_markdown() -> str:
         "typing anywhere goes to the prompt.\n\n"
         f"**Keys**: {keys} · `ctrl+p` command palette.\n\n"
         "**In the tree**: `enter` opens a placeholder / persisted output (the archived file), a snip marker or "
-        "summary (the archived transcript), or shows a block's text; `space` expands a message.\n\n"
+        "summary (the archived transcript), or shows a block's text; `space` expands a message; `p` pins or "
+        "unpins a tool result, `d` drops it, `r` restores a placeholder, `u` undoes the last compaction.\n\n"
         f"**Slash commands** (not sent to the model): {slashes}."
     )
 

@@ -50,6 +50,7 @@ class ArchiveScreen(ModalScreen[None]):
         Binding("down", "scroll_text('down')", "Scroll down", show=False, id="archive.down"),
         Binding("ctrl+home", "scroll_text('home')", "Top", show=False, id="archive.top"),
         Binding("ctrl+end", "scroll_text('end')", "Bottom", show=False, id="archive.bottom"),
+        Binding("ctrl+e", "restore", "Restore to context", show=False, priority=True, id="archive.restore"),
     ]
 
     def __init__(
@@ -60,8 +61,11 @@ class ArchiveScreen(ModalScreen[None]):
         path: str | None = None,
         size: int | None = None,
         source: LineSource | None = None,
+        restore: Callable[[str], object] | None = None,
     ) -> None:
         super().__init__()
+        self.restore = restore
+        """Put the archived result at `path` back in context (only for archived tool results)."""
         self.title_text = title
         self.source: LineSource = source if source is not None else TextLines(text)
         self.path = path
@@ -294,6 +298,19 @@ class ArchiveScreen(ModalScreen[None]):
 
     def action_previous_match(self) -> None:
         self.jump(-1)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "restore":
+            return self.restore is not None and self.path is not None
+        return True
+
+    def action_restore(self) -> None:
+        """Close the viewer and ask for this archived result to be back in context."""
+        if self.restore is None or self.path is None:
+            return
+        restore, path = self.restore, self.path
+        self.dismiss(None)
+        restore(path)
 
     def action_close(self) -> None:
         self.dismiss(None)

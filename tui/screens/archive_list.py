@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import ClassVar
 
 from textual import on
@@ -22,11 +23,16 @@ from tui.format import plural, size_bytes
 class ArchiveListScreen(ModalScreen[ArchivedFile | None]):
     """Lists `agent.archive.list_files()`; dismisses with the file chosen, or None (esc)."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", id="archive_list.close")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close", id="archive_list.close"),
+        Binding("ctrl+e", "restore", "Restore to context", show=False, id="archive_list.restore"),
+    ]
 
-    def __init__(self, files: list[ArchivedFile]) -> None:
+    def __init__(self, files: list[ArchivedFile], restore: Callable[[str], object] | None = None) -> None:
         super().__init__()
         self.files = files
+        self.restore = restore
+        """Put the highlighted archived tool result back in context (ctrl+e)."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="archive-list-dialog", classes="dialog"):
@@ -46,7 +52,8 @@ class ArchiveListScreen(ModalScreen[ArchivedFile | None]):
                     Content("Nothing archived yet: compaction writes here before it removes anything."),
                     classes="dialog--text",
                 )
-            yield Static(Content("enter open · esc close"), classes="dialog--hint")
+            hint = "enter open · ctrl+e restore a tool result to context · esc close" if self.restore else "enter open · esc close"
+            yield Static(Content(hint), classes="dialog--hint")
 
     @staticmethod
     def _option(index: int, item: ArchivedFile) -> Option:
@@ -67,6 +74,19 @@ class ArchiveListScreen(ModalScreen[ArchivedFile | None]):
     def _selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         self.dismiss(self.files[int(event.option.id or 0)])
+
+    def action_restore(self) -> None:
+        """Restore the highlighted tool result (transcripts are opened, not restored)."""
+        options = self.query(OptionList)
+        if self.restore is None or not options or options.first().highlighted is None:
+            return
+        item = self.files[options.first().highlighted or 0]
+        if item.kind == "transcript":
+            self.notify("A transcript is not a tool result: open it to read it (enter).", severity="warning")
+            return
+        restore = self.restore
+        self.dismiss(None)
+        restore(item.path)
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -195,6 +195,9 @@ class ContextGauge(Widget):
         self._pending: Timer | None = None
         self.mirror: ContextGauge | None = None
         self._style_cache: dict[str, Style] | None = None
+        self.paused = False  # steering: automatic compaction paused (a badge)
+        self.preview_line = ""  # steering: what the next call would do
+        self.preview_warning = False  # the next call would summarise (the lossy step)
 
     # --- the figures (exact at once; painting is throttled) -----------------------------------------
 
@@ -244,6 +247,19 @@ class ContextGauge(Widget):
         self.state.fired[event.step] = self.state.fired.get(event.step, 0) + 1
         self.state.totals[event.step] = self.state.totals.get(event.step, 0) + 1
         self._changed()
+
+    def steering(self, *, paused: bool | None = None, preview: str | None = None, warning: bool | None = None) -> None:
+        """The steering figures: the paused badge and the "next call: ..." line (and whether it warns)."""
+        for gauge in (self, self.mirror):
+            if gauge is None:
+                continue
+            if paused is not None:
+                gauge.paused = paused
+            if preview is not None:
+                gauge.preview_line = preview
+            if warning is not None:
+                gauge.preview_warning = warning
+            gauge.refresh(layout=True)
 
     def turn_started(self) -> None:
         self.state.fired = {}
@@ -327,9 +343,13 @@ class ContextGauge(Widget):
             bar_width = max(min(width - len(label) - 5, 40), 10)
             line = Text.assemble(("ctx ", muted), bar(state, bar_width, styles))
             line.append(label, level_style)
+            if self.paused:
+                line.append(" · ⏸ paused", styles["warning_text"])
             return line
         lines: list[Text] = []
         head = Text(state.figure, style=level_style + Style(bold=True))
+        if self.paused:
+            head.append("  ⏸ paused", style=styles["warning_text"] + Style(bold=True))
         lines.append(head)
         lines.append(bar(state, width, styles))
         if not self.dense:
@@ -344,6 +364,9 @@ class ContextGauge(Widget):
             lines.append(tokens)
             lines.append(Text(f"{plural(state.messages, 'message')} · {state.last_line}"))
             lines.append(self._pipeline())
+        if self.preview_line:
+            style = styles["warning_text"] + Style(bold=True) if self.preview_warning else muted
+            lines.append(Text(self.preview_line, style=style))
         return Text("\n").join(lines)
 
     def _pipeline(self) -> Text:

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from rich.style import Style
 from rich.text import Text
 from textual import on
+from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import Tree
@@ -103,7 +104,16 @@ class MessageTree(Tree[NodeInfo]):
         "message-tree--link",
         "message-tree--error",
         "message-tree--tool",
+        "message-tree--pinned",
+        "message-tree--shortened",
     }
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("p", "screen.toggle_pin", "Pin", show=False, id="tree.pin", tooltip="Pin or unpin the selected tool result"),
+        Binding("d", "screen.drop", "Drop", show=False, id="tree.drop", tooltip="Archive the selected tool result now"),
+        Binding("r", "screen.restore", "Restore", show=False, id="tree.restore", tooltip="Restore the selected archived result"),
+        Binding("u", "screen.undo", "Undo", show=False, id="tree.undo", tooltip="Undo the last compaction"),
+    ]
 
     @dataclass
     class OpenMarker(Message):
@@ -149,6 +159,8 @@ class MessageTree(Tree[NodeInfo]):
         self._worker: Worker[None] | None = None
         self._resolved: dict[str, ArchivedFile | None] = {}
         self._styles: dict[str, Style] = {}
+        self.pinned: frozenset[str] = frozenset()  # tool_use ids shown with 📌
+        self.shortened: frozenset[str] = frozenset()  # tool_use ids the next call would shorten
 
     # --- syncing with the history ---------------------------------------------------------------
 
@@ -359,6 +371,11 @@ class MessageTree(Tree[NodeInfo]):
                 label.append(f" · {glyph}{info.markers[kind]}", style=self._style(kind))
         if info.markers.get("error"):
             label.append(f" · ✗{info.markers['error']}", style=self._style("error"))
+        ids = set(_result_ids(message))
+        if ids & self.pinned:
+            label.append(" · 📌 pinned", style=self._style("pinned"))
+        if ids & self.shortened:
+            label.append(" · ✂ next call shortens", style=self._style("shortened"))
         info.body = label
         return info
 
@@ -421,21 +438,32 @@ class MessageTree(Tree[NodeInfo]):
                 "tool_use ", (one_line(name, 40), self._style("tool")), f" · {tool_input_summary(name, tool_input, 60)}"
             ), info
         if kind == "tool_result":
-            raw = block.get("content")
-            text = result_text(raw)
-            marker, archived = self._trusted_marker(raw)
-            if marker is not None and archived is not None and marker.kind in ("placeholder", "persisted"):
-                info.kind, info.marker, info.archived = marker.kind, marker, archived
-                label = self._marker_label(marker)
-                label.append(f" · {size_bytes(archived.size)} archived", style=muted)
-                return label, info
-            info.marker = marker
-            head = ("tool_result ✗", self._style("error")) if block.get("is_error") else ("tool_result", "")
-            label = Text.assemble(head, (f" · {count(len(text))} chars", muted), f' · "{one_line(text, 60)}"')
-            if marker is not None:
-                label.append(" · unverified marker", style=muted)
+            label, info = self._result_node(info, block)
+            tool_use_id = str(block.get("tool_use_id"))
+            if tool_use_id in self.pinned:
+                label.append(" · 📌 pinned", style=self._style("pinned"))
+            if tool_use_id in self.shortened:
+                label.append(" · ✂ next call shortens", style=self._style("shortened"))
             return label, info
         return Text(f"{one_line(kind, 40)} block"), info
+
+    def _result_node(self, info: NodeInfo, block: dict[str, Any]) -> tuple[Text, NodeInfo]:
+        """The label of a tool_result block: a trusted marker, or the text with its size."""
+        muted = self._style("muted")
+        raw = block.get("content")
+        text = result_text(raw)
+        marker, archived = self._trusted_marker(raw)
+        if marker is not None and archived is not None and marker.kind in ("placeholder", "persisted"):
+            info.kind, info.marker, info.archived = marker.kind, marker, archived
+            label = self._marker_label(marker)
+            label.append(f" · {size_bytes(archived.size)} archived", style=muted)
+            return label, info
+        info.marker = marker
+        head = ("tool_result ✗", self._style("error")) if block.get("is_error") else ("tool_result", "")
+        label = Text.assemble(head, (f" · {count(len(text))} chars", muted), f' · "{one_line(text, 60)}"')
+        if marker is not None:
+            label.append(" · unverified marker", style=muted)
+        return label, info
 
     def get_label_width(self, node: TreeNode[NodeInfo]) -> int:
         """Cheap width, measured once per label (the default renders every label on every rebuild)."""
@@ -502,6 +530,69 @@ class MessageTree(Tree[NodeInfo]):
             self.post_message(self.Untrusted(info))
         else:
             self.post_message(self.OpenBlock(info))
+
+
+    # --- steering: marks and the selected item -------------------------------------------------------
+
+    def set_marks(self, pinned: frozenset[str], shortened: frozenset[str]) -> None:
+        """Mark pinned results and those the next call would shorten; relabels only the nodes concerned."""
+        changed = (pinned ^ self.pinned) | (shortened ^ self.shortened)
+        self.pinned, self.shortened = pinned, shortened
+        if not changed:
+            return
+        for index, (message, node) in enumerate(self.entries):
+            if changed.intersection(_result_ids(message)):
+                self._update_node(node, index, message)
+        self._invalidate()
+        self.refresh()
+
+    @property
+    def selected(self) -> NodeInfo | None:
+        node = self.cursor_node
+        return node.data if node is not None else None
+
+    def selected_tool_use_id(self) -> str | None:
+        """The tool_use id of the selected result (or tool call, or a message with one result)."""
+        info = self.selected
+        if info is None:
+            return None
+        content = info.message.get("content")
+        if not isinstance(content, list):
+            return None
+        if info.block is not None:
+            block = content[info.block] if info.block < len(content) else {}
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                return str(block.get("tool_use_id"))
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                return str(block.get("id"))
+            return None
+        ids = _result_ids(info.message) or [str(b.get("id")) for b in content
+                                            if isinstance(b, dict) and b.get("type") == "tool_use"]
+        return ids[0] if len(ids) == 1 else None
+
+    def selected_archive_path(self) -> str | None:
+        """The archived tool result the selected placeholder / persisted-output node points at."""
+        info = self.selected
+        if info is None:
+            return None
+        if info.block is None:
+            content = info.message.get("content")
+            paths = [marker.path for block in content if isinstance(block, dict)
+                     and block.get("type") == "tool_result"
+                     and (marker := parse_marker(block.get("content"))) is not None
+                     and marker.kind in ("placeholder", "persisted")] if isinstance(content, list) else []
+            return paths[0] if len(paths) == 1 else None
+        if info.kind in ("placeholder", "persisted") and info.marker is not None and info.trusted:
+            return info.marker.path
+        return None
+
+
+def _result_ids(message: dict[str, Any]) -> list[str]:
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        return []
+    return [str(block.get("tool_use_id")) for block in content
+            if isinstance(block, dict) and block.get("type") == "tool_result"]
 
 
 def _has_blocks(message: dict[str, Any]) -> bool:

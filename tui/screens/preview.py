@@ -1,0 +1,100 @@
+"""PreviewScreen: what the next call's compaction would do, step by step, before it happens.
+
+It lists `agent.preview()`'s steps (the same decisions prepare makes, nothing written, no model
+called): each with its figures before -> after, what it touches (messages, the files it would
+write) and its detail. A summary that would run is shown as the warning it is (the lossy step),
+with the ways out: pin, drop, compact with a focus, or pause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from core.events import CompactionStep
+from core.text import visible
+from tui.format import count, plural
+
+LOSSY = "compact_history"
+
+
+def preview_summary(steps: Sequence[CompactionStep]) -> str:
+    """One line: "next call: budget · snip · micro (61,000 -> 38,000)", or that nothing would change."""
+    if not steps:
+        return "next call: no compaction (the history goes as it is)"
+    names = " · ".join(dict.fromkeys(step.step.removesuffix("_compact").replace("_", " ") for step in steps))
+    first, last = steps[0].chars_before, steps[-1].chars_after
+    figures = f"{count(first)} -> ?" if steps[-1].step == LOSSY else f"{count(first)} -> {count(last)}"
+    line = f"next call: {names} ({figures})"
+    if any(step.step == LOSSY for step in steps):
+        line += " · ⚠ it will SUMMARISE (lossy): f4 preview, p pin, d drop, ctrl+o compact with a focus, f5 pause"
+    return line
+
+
+def step_lines(step: CompactionStep) -> list[str]:
+    """The lines that describe one planned step."""
+    if step.step == LOSSY:
+        head = f"⚠ {step.step}: {count(step.chars_before)} chars -> a summary (lossy; the model writes it)"
+    else:
+        head = f"{step.step}: {count(step.chars_before)} -> {count(step.chars_after)} chars (−{count(step.saved)})"
+    lines = [head, f"   touches {plural(step.messages_affected, 'message')}"]
+    if step.files_written:
+        lines.append("   would write: " + ", ".join(step.files_written))
+    if step.detail:
+        lines.append(f"   {step.detail}")
+    return lines
+
+
+class PreviewScreen(ModalScreen[None]):
+    """The dry run of the next prepare, for reading; esc closes it."""
+
+    DEFAULT_CSS = """
+    #preview-dialog { height: auto; max-height: 90%; }
+    #preview-steps { height: auto; max-height: 30; }
+    .preview--step { margin-bottom: 1; }
+    .preview--step.-lossy { color: $text-warning; text-style: bold; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close", id="preview.close"),
+        Binding("q", "close", "Close", show=False, id="preview.quit"),
+    ]
+
+    def __init__(self, steps: Sequence[CompactionStep], *, chars: int, limit: int, paused: bool) -> None:
+        super().__init__()
+        self.steps = list(steps)
+        self.chars = chars
+        self.limit = limit
+        self.paused = paused
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="preview-dialog", classes="dialog"):
+            yield Static(Content.assemble(("◔ ", "bold"), ("Next call: what compaction would do", "bold")),
+                         classes="dialog--title")
+            state = f"The history is {count(self.chars)} chars against a {count(self.limit)}-char limit."
+            if self.paused:
+                state += " Automatic compaction is paused: none of this runs until you resume it (f5)."
+            yield Static(Content(state), classes="dialog--text")
+            with VerticalScroll(id="preview-steps"):
+                if not self.steps:
+                    yield Static(Content("No step would fire: the next call sends the history as it is."))
+                for step in self.steps:
+                    text = "\n".join(step_lines(step))
+                    yield Static(Content(visible(text)), classes="preview--step" + (" -lossy" if step.step == LOSSY else ""))
+            if any(step.step == LOSSY for step in self.steps):
+                yield Static(
+                    Content("The summary replaces the history (kept whole in a transcript). Before it runs you can "
+                            "pin results (p in the tree), drop some (d), compact with a focus (ctrl+o) or pause (f5)."),
+                    classes="dialog--text",
+                )
+            yield Static(Content("esc close"), classes="dialog--hint")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
