@@ -71,6 +71,13 @@ ACTIONS: tuple[Action, ...] = (
            palette="Widen inspector", when="inspector"),
     Action("show_help", "show_help", "Show the keys and slash commands in the chat",
            palette="Help: keys and commands", slash="help"),
+    # the inspector's views (issue 9)
+    Action("show_tree", "show_tree", "Show the message tree in the inspector", key="f2", footer="Tree view",
+           palette="Inspector: message tree", slash="tree"),
+    Action("show_breakdown", "show_breakdown", "Show what fills the context, by category, in the inspector",
+           key="f3", footer="Breakdown", palette="Inspector: context breakdown", slash="breakdown"),
+    Action("show_timeline", "show_timeline", "Show the context of every model call in the inspector",
+           key="f4", footer="Timeline", palette="Inspector: call timeline", slash="timeline"),
 )
 
 BY_NAME: dict[str, Action] = {action.name: action for action in ACTIONS}
