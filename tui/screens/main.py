@@ -674,7 +674,8 @@ class MainScreen(Screen[None]):
                 node = node.children[block]
         tree.focus()
 
-        def move() -> None:  # once the tree has laid out its lines (node._line is set then)
+        def move() -> None:
+            tree._tree_lines  # noqa: B018 - builds the line cache, which gives each node its line
             tree.move_cursor(node)
             tree.scroll_to_node(node, animate=False)
 

@@ -83,7 +83,7 @@ class GaugeState:
             return "tokens: not counted yet"
         of = ""
         if window is not None and window.tokens:
-            of = f" / {short_count(window.tokens)} tokens ({math.floor(found.tokens * 100 / window.tokens)}%)"
+            of = f" / {_round(window.tokens)} tokens ({math.floor(found.tokens * 100 / window.tokens)}%)"
         else:
             of = " tokens"
         source = f" · window: {window.source}" if window is not None and window.tokens else " · window unknown"
@@ -109,9 +109,9 @@ class GaugeState:
     @property
     def mini_line(self) -> str:
         """The one-line form: '42,318/50k ch 85% · 12.3k/200k tok est · cache r9.0k w0.1k · $0.04'."""
-        parts = [f"{count(self.chars)}/{short_count(self.limit)} ch {self.percent}"]
+        parts = [f"{count(self.chars)}/{_round(self.limit)} ch {self.percent}"]
         if self.count is not None:
-            window = f"/{short_count(self.window.tokens)}" if self.window is not None and self.window.tokens else ""
+            window = f"/{_round(self.window.tokens)}" if self.window is not None and self.window.tokens else ""
             parts.append(f"{short_count(self.count.tokens)}{window} tok {'exact' if self.count.exact else 'est'}")
         sample = self.sample
         if not self.offline and sample is not None and sample.cache_read_tokens is not None:
@@ -155,7 +155,7 @@ class GaugeState:
     def tokens_line(self) -> str:
         parts = []
         if self.tokens is not None:
-            parts.append(f"~{short_count(self.tokens)} tokens (cl100k est.)")
+            parts.append(f"~{short_count(self.tokens)} tokens of history (cl100k est.)")
         else:
             parts.append("tokens: not counted yet")
         if self.input_tokens is not None and not self.offline:
@@ -184,6 +184,11 @@ class GaugeState:
         if step.saved > 0:
             return f"last: {step.step} saved {count(step.saved)} chars"
         return f"last: {step.step} ({count(step.chars_before)} -> {count(step.chars_after)} chars)"
+
+
+def _round(value: int) -> str:
+    """A window in tokens: 200000 -> '200k', 1000000 -> '1M', 64500 -> '64.5k'."""
+    return short_count(value).replace(".0k", "k").replace(".0M", "M")
 
 
 def _tenths(value: int) -> str:
