@@ -64,7 +64,7 @@ async def test_the_gauge_shows_the_servers_exact_count_after_a_change(
         assert state.count is not None and state.count.exact
         assert state.count.tokens == estimate_tokens(body)
         text = gauge_text(app)
-        assert f"next request {_short(state.count.tokens)} / 200k tokens" in text and "· exact" in text
+        assert f"next {_short(state.count.tokens)} / 200k tok" in text and "· exact" in text
         assert "window: table" in text  # the fake's Models API does not know the model: the table's figure
         # the last call's cache figures and the session's cost, from its sample
         sample = agent.timeline[-1]
@@ -222,7 +222,7 @@ async def test_a_summary_step_shows_tokens_of_the_call_after_it_and_opens_the_de
         await wait_for(pilot, lambda: isinstance(app.screen, ArchiveScreen))
         screen = app.screen
         assert isinstance(screen, ArchiveScreen)
-        text = screen.source.text  # type: ignore[attr-defined]
+        text = screen.text
         assert summary in text and json.dumps(summary, ensure_ascii=False) not in text
         assert text.index(summary) < text.index("read a.txt")  # the summary first, then the transcript
     await agent.aclose()

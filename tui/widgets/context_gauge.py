@@ -77,17 +77,17 @@ class GaugeState:
 
     @property
     def window_line(self) -> str:
-        """'12.3k / 200k tokens (6%) · exact · window: table'."""
+        """'next 12.3k / 200k tok (6%) · exact · window: table' (no window part when it is unknown)."""
         found, window = self.count, self.window
         if found is None:
-            return "tokens: not counted yet"
-        of = ""
+            return "next request: not counted yet"
+        known = window is not None and window.tokens
         if window is not None and window.tokens:
-            of = f" / {_round(window.tokens)} tokens ({math.floor(found.tokens * 100 / window.tokens)}%)"
+            of = f" / {_round(window.tokens)} tok ({math.floor(found.tokens * 100 / window.tokens)}%)"
         else:
-            of = " tokens"
-        source = f" · window: {window.source}" if window is not None and window.tokens else " · window unknown"
-        return f"next request {short_count(found.tokens)}{of} · {self.count_label}{source}"
+            of = " tok"
+        source = f" · window: {window.source}" if known and window is not None else ""
+        return f"next {short_count(found.tokens)}{of} · {self.count_label}{source}"
 
     @property
     def cache_line(self) -> str:
@@ -440,6 +440,7 @@ class ContextGauge(Widget):
         window = Text(state.window_line, style=muted)
         if state.count_stale:
             window.append(" · updating", style=muted + Style(italic=True))
+        window.truncate(max(width, 10), overflow="ellipsis")  # one line whatever the label
         if self.dense:
             tokens.append(f" · {plural(state.messages, 'msg')}", style=muted)
             lines += [tokens, window, Text(state.cache_line, style=muted), Text(state.short_last_line)]
