@@ -586,6 +586,7 @@ class MainScreen(Screen[None]):
             self.layout_for(self.size)
         self.views.current = name
         if name == "breakdown":
+            self._tracker_check()
             self._paint_breakdown()
         elif name == "timeline":
             self.timeline_view.set_samples(self.agent.timeline)
@@ -615,10 +616,16 @@ class MainScreen(Screen[None]):
         self.count_next()
 
     def _views_turn_ended(self) -> None:
-        if len(self.tracker) != len(self.agent.messages):  # a change made outside a turn's events
-            self.tracker.reset(self.agent.messages)
+        self._tracker_check()
         if self.views.current == "breakdown":
             self._paint_breakdown()
+
+    def _tracker_check(self) -> None:
+        """When idle: a change made without a HistoryChanged (e.g. outside a turn) is caught up with."""
+        if self.agent.running:
+            return
+        if len(self.tracker) != len(self.agent.messages) or self.tracker.chars != self.agent.chars:
+            self.tracker.reset(self.agent.messages)
 
     def _paint_breakdown(self) -> None:
         found = self.next_count
