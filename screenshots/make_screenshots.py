@@ -11,6 +11,8 @@ Every picture is the real `CtxApp` on a real offline `Agent` in a fresh workdir 
   tree-markers.png      a history with every marker kind, the marker messages expanded
   archive-viewer.png    ArchiveScreen opened from a placeholder node, with a search
   small-80x24.png       the same app in an 80x24 terminal (inspector folded into a one-line gauge)
+  breakdown.png         after a session that compacted: what fills the context, by category (/breakdown, f2)
+  timeline.png          the same session: every model call, the steps before it, one call selected (/timeline, f2)
   preview.png           the preview of the next call (f4) with a pinned result, paused then resumed
   summary-review.png    the summary drafted for review before a manual compact (ctrl+o)
 
@@ -18,7 +20,7 @@ Every picture is the real `CtxApp` on a real offline `Agent` in a fresh workdir 
 
 The context is over the limit only between a turn adding tool results and the next
 `Compactor.prepare` (which runs at once and brings it down), so "over the limit" lasts
-milliseconds in real use. To show it, `HoldBeforePrepare` wraps the agent's `compactor.prepare`:
+milliseconds in real use. To show it, `HoldBeforePrepare` wraps the agent's `compactor.prepare_changes`:
 when its condition holds it waits (after the history change has been posted to the app) until the
 screenshot is taken, then runs the real prepare. Nothing else is staged.
 """
@@ -67,8 +69,9 @@ class HoldBeforePrepare:
     """
 
     def __init__(self, agent: Agent) -> None:
-        self._prepare = agent.compactor.prepare
-        agent.compactor.prepare = self._held_prepare  # type: ignore[method-assign]
+        # the agent runs the pipeline through `prepare_changes` (the splices of `prepare`)
+        self._prepare = agent.compactor.prepare_changes
+        agent.compactor.prepare_changes = self._held_prepare  # type: ignore[method-assign]
         self.queue: list[tuple[str, Callable[[list[Message]], bool]]] = []
         self.holding: str | None = None
         self.arrived = asyncio.Event()
@@ -77,7 +80,7 @@ class HoldBeforePrepare:
     def hold_when(self, name: str, condition: Callable[[list[Message]], bool]) -> None:
         self.queue.append((name, condition))
 
-    async def _held_prepare(self, messages: Sequence[Message], active_request: str) -> list[Message]:
+    async def _held_prepare(self, messages: Sequence[Message], active_request: str) -> Any:
         if self.queue and self.queue[0][1](list(messages)):
             self.holding, _ = self.queue.pop(0)
             self._release.clear()
@@ -141,7 +144,10 @@ async def settle(pilot: Pilot[Any], app: CtxApp) -> None:
         pilot,
         lambda: not app.message_tree.syncing
         and app.gauge.chars == app.agent.chars
-        and not any(worker.group == "measure" and not worker.is_finished for worker in app.workers),
+        and app.gauge.state.count is not None
+        and not app.gauge.state.count_stale
+        and not any(worker.group in ("measure", "count", "window") and not worker.is_finished
+                    for worker in app.workers),
     )
     app.gauge.flush()
     await pilot.pause(0.15)
@@ -309,6 +315,31 @@ async def steering_views() -> None:
     await agent.aclose()
 
 
+async def views_after_compaction() -> None:
+    """breakdown + timeline: the tree session (a summary, snips, placeholders, a persisted block)."""
+    compaction = CompactionSettings(snip_trigger_messages=30, snip_target_messages=16)
+    agent = make_agent(await fresh_workdir(), compaction)
+    app = CtxApp(agent)
+    async with app.run_test(size=SIZE) as pilot:
+        freeze_cursors(app)
+        for command in TREE_COMMANDS:
+            await send(pilot, app, command)
+        assert any(sample.steps for sample in agent.timeline)
+        await pilot.press(*["f9"] * 4)
+        await app.submit("/breakdown")
+        await settle(pilot, app)
+        save(app, "breakdown")
+
+        await app.submit("/timeline")
+        timeline = app.main.timeline_view
+        compacted = max(index for index, sample in enumerate(agent.timeline) if len(sample.steps) > 1 or
+                        "snip_compact" in sample.steps)
+        timeline.select(compacted)
+        await settle(pilot, app)
+        save(app, "timeline")
+    await agent.aclose()
+
+
 async def main() -> None:
     if sys.argv[1:] == ["steering"]:
         await steering_views()
@@ -318,6 +349,7 @@ async def main() -> None:
     await demo_over_the_limit()
     await tree_and_archive()
     await small_terminal()
+    await views_after_compaction()
     shutil.rmtree(WORKDIR, ignore_errors=True)
 
 

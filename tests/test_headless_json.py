@@ -36,7 +36,8 @@ def test_stream_json_is_one_object_per_line_in_order_with_result_last(
     types = [record["type"] for record in records]
     assert types[-1] == "result" and types.count("result") == 1
     assert records[-1]["text"] == "Read both." and records[-1]["exit_code"] == 0
-    assert types[0] == "context" and records[0]["call"] == 1
+    # the first call's context record comes when that call ended: after its text, before its tool calls
+    assert types.index("context") < types.index("tool_call") and records[types.index("context")]["call"] == 1
     # the order of the turn: first call's text, its tool calls and results, the steps, the second call
     first_tool = types.index("tool_call")
     assert "text" in types[:first_tool]
@@ -134,3 +135,37 @@ def test_a_failing_session_log_is_said_on_stderr(tmp_path: Path) -> None:
     lines = [line for line in result.stderr.splitlines() if "session" in line]
     assert lines and all("cannot write session log" in line for line in lines), result.stderr
     assert any("not saved" in line for line in lines)
+
+
+def test_verbose_prints_one_context_line_per_model_call(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    script_a_compacting_turn(fake_api, tmp_path)
+    result = ctxtui("-p", "read both", "--workdir", str(tmp_path), "--model", "claude-haiku-4-5", "-v",
+                    *COMPACTING, env=api_env(fake_api))
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[call ")]
+    assert [line.split("]")[0] for line in lines] == ["[call 1", "[call 2"]
+    bodies = [r.body for r in fake_api.requests if r.path == "/v1/messages"]
+    assert len(bodies) == 2  # one line per model call, no more
+    # the second call's line names the steps before it, its tokens from the API's usage and its cost
+    assert "after tool_result_budget -" in lines[1] and "fit_tool_results -" in lines[1]
+    assert "tokens (input " in lines[1] and "cache read " in lines[1] and "$" in lines[1]
+
+
+def test_stream_json_context_records_are_the_timeline_samples(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    script_a_compacting_turn(fake_api, tmp_path)
+    result = ctxtui("-p", "read both", "--workdir", str(tmp_path), "--model", "claude-haiku-4-5",
+                    "--output-format", "stream-json", *COMPACTING, env=api_env(fake_api))
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    contexts = [r for r in records if r["type"] == "context"]
+    assert len(contexts) == 2
+    for record in contexts:
+        for field in ("call", "chars_before", "chars_after", "steps", "saved", "messages", "estimated_tokens",
+                      "input_tokens", "cache_read_tokens", "cache_creation_tokens", "output_tokens", "cost"):
+            assert field in record, field
+        # online: the usage the API reported, not nulls, and a price from the table
+        assert isinstance(record["input_tokens"], int) and isinstance(record["output_tokens"], int)
+        assert isinstance(record["cache_read_tokens"], int) and record["cost"] > 0
+        assert record["tokens"] == record["input_tokens"] + record["cache_read_tokens"] + record[
+            "cache_creation_tokens"]
+    assert contexts[1]["saved"] == [c["before"] - c["after"] for c in records if c["type"] == "compaction"]

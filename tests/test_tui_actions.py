@@ -34,8 +34,10 @@ def test_bindings_help_and_slash_commands_come_from_the_table() -> None:
             assert f"`{'esc' if action.key == 'escape' else action.key}`" in help_text
         if action.slash:
             assert f"`/{action.slash}" in help_text
-    assert set(actions.BY_SLASH) == {"quit", "inspector", "compact", "archive", "new", "help", "sessions",
-                                     "pin", "unpin", "drop", "restore", "undo", "pause", "preview"}
+    assert set(actions.BY_SLASH) == {
+        "quit", "inspector", "compact", "archive", "new", "help", "sessions",
+        "pin", "unpin", "drop", "restore", "undo", "pause", "preview", "tree", "breakdown", "timeline",
+    }
 
 
 async def test_slash_commands_run_their_action_and_unknown_ones_are_sent(tmp_path: Path) -> None:

@@ -91,6 +91,16 @@ def freeze_cursors(app: CtxApp) -> None:
         area.cursor_blink = False
 
 
+def counted(app: CtxApp) -> bool:
+    """The measure and the next request's count (debounced) are in, and the model's window."""
+    return (
+        app.gauge.state.count is not None
+        and not app.gauge.state.count_stale
+        and app.gauge.state.window is not None
+        and not any(worker.group in ("measure", "count", "window") and not worker.is_finished for worker in app.workers)
+    )
+
+
 async def settle(pilot: Pilot[Any], app: CtxApp) -> None:
     """Tree synced, gauge exact and measured (token estimate in), everything painted."""
     await wait_for(
@@ -99,7 +109,7 @@ async def settle(pilot: Pilot[Any], app: CtxApp) -> None:
         and app.gauge.chars == app.agent.chars
         and app.gauge.state.tokens is not None
         and not app.gauge.state.tokens_stale
-        and not any(worker.group == "measure" and not worker.is_finished for worker in app.workers),
+        and counted(app),
     )
     app.gauge.flush()
     freeze_cursors(app)
@@ -142,7 +152,8 @@ def test_permission_modal(snap_compare: Any, workdir: Path) -> None:
         await settle(pilot, app)
         await pilot.press(*"run echo hello", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, PermissionScreen))
-        await wait_for(pilot, lambda: not app.message_tree.syncing and app.gauge.chars == app.agent.chars)
+        await wait_for(pilot, lambda: not app.message_tree.syncing and app.gauge.chars == app.agent.chars
+                       and counted(app))
         app.gauge.flush()
         await pilot.pause(0.1)
 

@@ -176,3 +176,14 @@ async def test_timeline_replaces_a_sample_of_the_same_call_and_shows_estimates()
         text = "\n".join(str(line) for line in view.detail_lines())
         assert "~125 tokens (tiktoken estimate)" in text and "no cost offline" in text
         assert "failed: refused\\x1b[2J" in text
+
+
+async def test_timeline_names_the_limit_when_it_is_drawn_on_the_top_row() -> None:
+    app = TimelineApp()
+    async with app.run_test(size=(60, 24)) as pilot:
+        view = app.query_one(TimelineView)
+        # the tallest bar is just above the limit: the scale's top and the limit share the first row
+        view.add_sample(ContextSample(call=1, chars_before=56_800, chars_after=20_000))
+        await pilot.pause()
+        top = str(view.render()).split("\n")[0]
+        assert "limit 50.0k" in top and "top 56.8k" in top

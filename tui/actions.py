@@ -89,6 +89,15 @@ ACTIONS: tuple[Action, ...] = (
            key="f5", palette="Pause/resume automatic compaction", slash="pause"),
     Action("preview", "preview", "Show what the next call's compaction would do, step by step", key="f4",
            palette="Preview the next compaction", slash="preview", when="idle"),
+    # the inspector's views (issue 9)
+    Action("next_view", "next_view", "Switch the inspector's view: message tree, breakdown, timeline",
+           key="f2", footer="View"),
+    Action("show_tree", "show_tree", "Show the message tree in the inspector",
+           palette="Inspector: message tree", slash="tree"),
+    Action("show_breakdown", "show_breakdown", "Show what fills the context, by category, in the inspector",
+           palette="Inspector: context breakdown", slash="breakdown"),
+    Action("show_timeline", "show_timeline", "Show the context of every model call in the inspector",
+           palette="Inspector: call timeline", slash="timeline"),
 )
 
 BY_NAME: dict[str, Action] = {action.name: action for action in ACTIONS}

@@ -3,7 +3,9 @@
 `text` prints the final assistant text on stdout and one line per compaction step on stderr.
 `stream-json` prints every event of the turn as it happens, one JSON object per line, each with a
 `type` (`text`, `tool_call`, `tool_result`, `compaction`, `context`, `notice`, `permission`, `error`)
-and last a `result` (final text, exit code). `json` prints one object at the end: the result with
+and last a `result` (final text, exit code). A `context` record is the call's `ContextSample` from
+the agent's timeline, emitted when the call ended (so after its streamed text); `-v` prints the same
+sample as one line on stderr (`describe_sample`). `json` prints one object at the end: the result with
 every event in order. JSON output is ASCII-escaped, so no byte of model or tool text can act as
 terminal control; text output goes through `core.text.visible` for the same reason.
 """
@@ -55,55 +57,12 @@ def event_record(event: Any) -> dict[str, Any] | None:
     return None
 
 
-class ContextSamples:
-    """One `context` record per model call, from the ContextMeasured the agent yields before each call.
+def context_record(sample: Any, limit: int) -> dict[str, Any]:
+    """The `context` record of one model call: every ContextSample field (usage null offline or when
+    the call failed), its `tokens` (the API's prompt tokens, else the estimate) and the char limit."""
+    from dataclasses import asdict
 
-    The agent also measures after a turn's last reply and after a compact; a measurement counts as a
-    call's sample only when model output (text, a reply, a retry, an API error) follows it. Until the
-    agent keeps a timeline of ContextSamples, the token fields the API reports are null here.
-    """
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.pending: Any = None
-        self.steps: list[Any] = []
-
-    def observe(self, event: Any) -> dict[str, Any] | None:
-        """Feed every event; returns the `context` record to emit before this event, if any."""
-        from core.events import (
-            AssistantMessage,
-            CompactionStep,
-            ContextMeasured,
-            ErrorEvent,
-            Notice,
-            TextDelta,
-            TurnFinished,
-        )
-
-        if isinstance(event, ContextMeasured):
-            self.pending = event
-            return None
-        if isinstance(event, CompactionStep):
-            self.steps.append(event)
-            return None
-        if isinstance(event, TurnFinished):
-            self.pending = None
-            return None
-        model_output = isinstance(event, TextDelta | AssistantMessage) or (
-            isinstance(event, ErrorEvent) and event.kind != "compaction") or (
-            isinstance(event, Notice) and event.kind == "retry")
-        if not model_output or self.pending is None:
-            return None
-        measured, steps = self.pending, self.steps
-        self.pending, self.steps = None, []
-        self.calls += 1
-        return {
-            "type": "context", "call": self.calls,
-            "chars_before": steps[0].chars_before if steps else measured.chars,
-            "chars_after": measured.chars, "steps": [step.step for step in steps],
-            "limit": measured.limit, "messages": measured.messages, "tokens": measured.tokens,
-            "input_tokens": None, "cache_read_tokens": None, "cache_creation_tokens": None, "output_tokens": None,
-        }
+    return {"type": "context", **asdict(sample), "tokens": sample.tokens, "limit": limit}
 
 
 def _dump(record: dict[str, Any]) -> str:
@@ -131,6 +90,7 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False, output
     from core.agent import Agent
     from core.events import (
         CompactionStep,
+        ContextSampled,
         ErrorEvent,
         Notice,
         PermissionRequested,
@@ -139,9 +99,10 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False, output
         TurnFinished,
     )
     from core.model.base import ModelError
+    from core.usage import describe_sample
 
     stream = output_format == "stream-json"
-    samples = ContextSamples()
+    limit = settings.compaction.context_char_limit
     records: list[dict[str, Any]] = []
 
     def emit(record: dict[str, Any]) -> None:
@@ -186,15 +147,16 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False, output
                 if not settings.yes:
                     print_err(f"ctxtui: {event.tool} denied: headless mode runs it only with --yes")
                 continue
+            if isinstance(event, ContextSampled):
+                emit(context_record(event.sample, limit))
+                if verbose:
+                    print_err(describe_sample(event.sample))
+                continue
             if isinstance(event, TurnFinished):
-                samples.observe(event)
                 final_text = event.text
                 error_text = event.error or error_text
                 usage = dict(event.usage)
                 continue
-            sample = samples.observe(event)
-            if sample is not None:
-                emit(sample)
             record = event_record(event)
             if record is not None:
                 emit(record)

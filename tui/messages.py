@@ -60,6 +60,11 @@ class ContextMeasured(TurnMessage, bubble=False):
 
 
 @dataclass
+class ContextSampled(TurnMessage, bubble=False):
+    event: core.ContextSampled
+
+
+@dataclass
 class HistoryChanged(TurnMessage, bubble=False):
     event: core.HistoryChanged
 
@@ -107,6 +112,7 @@ _WRAPPERS: dict[type, type[TurnMessage]] = {
     core.ToolCallFinished: ToolCallFinished,
     core.CompactionStep: CompactionStep,
     core.ContextMeasured: ContextMeasured,
+    core.ContextSampled: ContextSampled,
     core.HistoryChanged: HistoryChanged,
     core.Notice: Notice,
     core.ErrorEvent: ErrorEvent,

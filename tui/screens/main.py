@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import ClassVar
@@ -24,14 +25,18 @@ from textual.geometry import Size
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer
+from textual.widgets import ContentSwitcher, Footer
 
 from core.agent import Agent
 from core.archive import ArchivedFile, ArchiveError
+from core.breakdown import Breakdown
+from core.counting import model_window
 from core.events import AgentEvent, CompactionStep, HistoryChanged, Notice
+from core.markers import parse_marker
 from core.session import SessionInfo, list_sessions
 from core.steering import SteeringError
 from core.text import visible
+from core.usage import TokenCount, session_cost
 from tui import actions
 from tui import messages as msg
 from tui.format import count, plural, transcript_text
@@ -42,11 +47,13 @@ from tui.screens.permission import PermissionScreen
 from tui.screens.preview import LOSSY, PreviewScreen, preview_summary
 from tui.screens.sessions import SessionsScreen
 from tui.screens.summary_review import SummaryReviewScreen
+from tui.widgets.breakdown import BreakdownView
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_pane import ChatPane
 from tui.widgets.compaction_log import CompactionLog
 from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.message_tree import MessageTree, NodeInfo
+from tui.widgets.timeline import TimelineView
 from tui.widgets.title_bar import TitleBar
 
 STEERING_WITH_ARGUMENT = ("toggle_pin", "unpin", "drop", "restore")
@@ -57,6 +64,11 @@ NARROW_WIDTH = 110
 SHORT_HEIGHT = 34
 MIN_INSPECTOR = 28
 MIN_CHAT = 30
+
+COUNT_DEBOUNCE = 0.4
+"""Seconds a history change waits before the next request is counted (a newer change cancels it)."""
+VIEWS = ("tree", "breakdown", "timeline")
+SUMMARY_STEPS = ("compact_history", "reactive_compact")
 
 MARKER_TITLES = {
     "placeholder": "↩ archived tool result",
@@ -94,6 +106,9 @@ class MainScreen(Screen[None]):
         self.preview_steps: list[CompactionStep] = []
         """The last preview of the next call (what the gauge line and the tree marks show)."""
         self._width_choice: int | None = None
+        self.tracker = Breakdown(agent.messages)
+        """The breakdown of the history, kept current from HistoryChanged splices (never re-walked)."""
+        self.next_count: TokenCount | None = None
 
     # --- layout ---------------------------------------------------------------------------------
 
@@ -104,12 +119,15 @@ class MainScreen(Screen[None]):
             yield ChatPane(id="chat")
             with Vertical(id="inspector"):
                 yield ContextGauge(id="gauge")
-                yield MessageTree(
-                    self.agent.archive,
-                    lambda: self.agent.messages,
-                    measure=self.agent.compactor.estimate_chars,
-                    id="tree",
-                )
+                with ContentSwitcher(initial="tree", id="views"):
+                    yield MessageTree(
+                        self.agent.archive,
+                        lambda: self.agent.messages,
+                        measure=self.agent.compactor.estimate_chars,
+                        id="tree",
+                    )
+                    yield BreakdownView(id="breakdown")
+                    yield TimelineView(limit=self.agent.compactor.settings.context_char_limit, id="timeline")
                 yield CompactionLog(id="steps")
         yield ContextGauge(compact=True, id="mini-gauge")
         yield Footer(compact=True)
@@ -149,6 +167,7 @@ class MainScreen(Screen[None]):
         self.gauge.steering(paused=not self.agent.auto_compact)
         if self.agent.messages:
             self.request_preview()
+        self._mount_views()
 
     async def _replay(self) -> None:
         messages = self.agent.messages
@@ -307,6 +326,7 @@ class MainScreen(Screen[None]):
         await self.chat.clear()
         self.gauge.reset()
         self.steps.reset()
+        self._views_reset()
         self.gauge.history_changed(changed.chars, changed.length)
         self.gauge.flush()
         self.message_tree.request_sync()
@@ -446,6 +466,7 @@ class MainScreen(Screen[None]):
         self.gauge.history_changed(message.event.chars, message.event.length)
         self.message_tree.request_sync()
         self.request_preview()
+        self._views_history_changed(message)
 
     @on(msg.Notice)
     async def _notice(self, message: msg.Notice) -> None:
@@ -479,6 +500,7 @@ class MainScreen(Screen[None]):
         self.turn_idle.set()
         self.measure_context()
         self.request_preview()
+        self._views_turn_ended()
 
     @work(exclusive=True, group="measure", exit_on_error=False, description="measure the context")
     async def measure_context(self) -> None:
@@ -554,6 +576,9 @@ class MainScreen(Screen[None]):
         archived = self.agent.archive.resolve(event.path)
         if archived is None:
             self._not_archived(event.path)
+            return
+        if event.step in SUMMARY_STEPS and archived.kind == "transcript":
+            await self._open_summary_step(event.step, archived)
             return
         title = "Σ transcript written by the step" if archived.kind == "transcript" else "↩ archived tool result"
         await self.open_archived(archived, title)
@@ -764,6 +789,162 @@ class MainScreen(Screen[None]):
                 self.start_compact(focus, summary=text)
 
         await self.app.push_screen(screen, callback=reviewed)
+    # --- the inspector's views: breakdown, timeline, exact counts (issue 9) ----------------------
+
+    @property
+    def views(self) -> ContentSwitcher:
+        return self.query_one("#views", ContentSwitcher)
+
+    @property
+    def breakdown_view(self) -> BreakdownView:
+        return self.query_one("#breakdown", BreakdownView)
+
+    @property
+    def timeline_view(self) -> TimelineView:
+        return self.query_one("#timeline", TimelineView)
+
+    def _mount_views(self) -> None:
+        self.breakdown_view.border_title = "Breakdown · f2 tree · f4 timeline"
+        self.timeline_view.border_title = "Timeline · f2 tree · f3 breakdown"
+        self.timeline_view.set_samples(self.agent.timeline)
+        if self.agent.timeline:
+            self.gauge.sampled(self.agent.timeline[-1], session_cost(self.agent.timeline))
+        self.fetch_window()
+        self.count_next(debounce=0.0)
+
+    def show_view(self, name: str) -> None:
+        """Switch the inspector to `name` (tree, breakdown, timeline), showing the inspector if hidden."""
+        if not self.inspector_visible:
+            self._inspector_choice = True
+            self.layout_for(self.size)
+        self.views.current = name
+        if name == "breakdown":
+            self._tracker_check()
+            self._paint_breakdown()
+        elif name == "timeline":
+            self.timeline_view.set_samples(self.agent.timeline)
+
+    def action_next_view(self) -> None:
+        """f2: the message tree, then the breakdown, then the timeline, then the tree again."""
+        order = ("tree", "breakdown", "timeline")
+        current = self.views.current if self.views.current in order else "tree"
+        following = order[(order.index(current) + 1) % len(order)]
+        {"tree": self.action_show_tree, "breakdown": self.action_show_breakdown,
+         "timeline": self.action_show_timeline}[following]()
+
+    def action_show_tree(self) -> None:
+        self.show_view("tree")
+
+    def action_show_breakdown(self) -> None:
+        self.show_view("breakdown")
+        self.breakdown_view.query_one("#breakdown-table").focus()
+
+    def action_show_timeline(self) -> None:
+        self.show_view("timeline")
+        self.timeline_view.focus()
+
+    def _views_reset(self) -> None:
+        self.tracker.reset(self.agent.messages)
+        self.timeline_view.set_samples(self.agent.timeline)
+        self.next_count = None
+        self._paint_breakdown()
+        self.count_next()
+
+    def _views_history_changed(self, message: msg.HistoryChanged) -> None:
+        self.tracker.update(message.event, self.agent.messages)
+        if self.views.current == "breakdown":
+            self._paint_breakdown()
+        self.count_next()
+
+    def _views_turn_ended(self) -> None:
+        self._tracker_check()
+        if self.views.current == "breakdown":
+            self._paint_breakdown()
+
+    def _tracker_check(self) -> None:
+        """When idle: a change made without a HistoryChanged (e.g. outside a turn) is caught up with."""
+        if self.agent.running:
+            return
+        if len(self.tracker) != len(self.agent.messages) or self.tracker.chars != self.agent.chars:
+            self.tracker.reset(self.agent.messages)
+
+    def _paint_breakdown(self) -> None:
+        found = self.next_count
+        extra = {
+            "system": len(self.agent.system_prompt),
+            "tools": len(json.dumps(list(self.agent.toolbox.schemas), default=str, ensure_ascii=False)),
+        }
+        self.breakdown_view.follow(
+            self.tracker,
+            tokens=found.tokens if found is not None else None,
+            exact=found is not None and found.exact,
+            request_extra=extra,
+        )
+
+    @work(exclusive=True, group="count", exit_on_error=False, description="count the next request")
+    async def count_next(self, debounce: float = COUNT_DEBOUNCE) -> None:
+        """The next request's tokens: exact from count_tokens, else the labelled estimate (debounced:
+        this worker is exclusive, so a newer history change cancels an older count while it sleeps)."""
+        found = await self.agent.count_next_request(debounce=debounce)
+        self.next_count = found
+        self.gauge.counted(found)
+        if self.views.current == "breakdown":
+            self._paint_breakdown()
+
+    @work(exclusive=True, group="window", exit_on_error=False, description="the model's window")
+    async def fetch_window(self) -> None:
+        self.gauge.windowed(await model_window(self.agent.model))
+
+    @on(msg.ContextSampled)
+    def _sampled(self, message: msg.ContextSampled) -> None:
+        sample = message.event.sample
+        self.timeline_view.add_sample(sample)
+        self.steps.sampled(sample)
+        self.gauge.sampled(sample, session_cost(self.agent.timeline))
+
+    @on(BreakdownView.Selected)
+    def _breakdown_selected(self, event: BreakdownView.Selected) -> None:
+        """A category or item chosen in the breakdown: show the tree with its cursor on that message."""
+        if event.message is None:
+            return
+        self.show_view("tree")
+        self.call_after_refresh(self._select_in_tree, event.message, event.block)
+
+    def _select_in_tree(self, index: int, block: int | None) -> None:
+        tree = self.message_tree
+        if not 0 <= index < len(tree.entries):
+            return
+        node = tree.node_for(index)
+        if block is not None and node.allow_expand:
+            tree.populate(node)
+            node.expand()
+            if 0 <= block < len(node.children):
+                node = node.children[block]
+        tree.focus()
+
+        def move() -> None:
+            tree._tree_lines  # noqa: B018 - builds the line cache, which gives each node its line
+            tree.move_cursor(node)
+            tree.scroll_to_node(node, animate=False)
+
+        self.call_after_refresh(move)
+
+    async def _open_summary_step(self, step: str, archived: ArchivedFile) -> None:
+        """A summary step's transcript, with the summary (decoded) that replaced it on top."""
+        summary: str | None = None
+        for message in self.agent.messages:
+            content = message.get("content")
+            texts = [content] if isinstance(content, str) else [
+                block.get("text") for block in content or [] if isinstance(block, dict)
+            ]
+            for text in texts:
+                marker = parse_marker(text)
+                if marker is not None and marker.summary is not None and marker.path == archived.path:
+                    summary = marker.summary
+        title = MARKER_TITLES["compacted" if step == "compact_history" else "reactive"]
+        if summary is None:
+            title += " (its summary is no longer in context)"
+        await self.open_archived(archived, title, summary=summary)
 
     # --- the demo --------------------------------------------------------------------------------
 

@@ -1,7 +1,9 @@
 """ContextGauge: how full the model's context is, against the limit, and what compaction last did.
 
 The figure is `core.history.estimate_chars` of the agent's history (from ContextMeasured events and
-`agent.chars`), never a re-serialisation here. Repaints are throttled to ~10/s; `flush()` paints
+`agent.chars`), never a re-serialisation here. Beside it, in tokens: the next request's size against
+the model's window (exact from `count_tokens`, or the tiktoken estimate, labelled with why), the cache
+read/write of the last call (from its `ContextSample`) and the session's cost (none offline). Repaints are throttled to ~10/s; `flush()` paints
 the exact current value at once (the app calls it when a turn ends).
 """
 
@@ -19,7 +21,8 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from core.events import CompactionStep, ContextMeasured
-from tui.format import count, plural, short_count
+from core.usage import ContextSample, TokenCount, Window
+from tui.format import count, one_line, plural, short_count
 
 PIPELINE = (
     ("tool_result_budget", "budget"),
@@ -52,6 +55,72 @@ class GaugeState:
     last_step: CompactionStep | None = None
     fired: dict[str, int] = field(default_factory=dict)  # steps fired in the current/last turn
     totals: dict[str, int] = field(default_factory=dict)  # steps fired this session
+    count: TokenCount | None = None
+    """The next request's size in tokens (exact or the labelled estimate)."""
+    count_stale: bool = False
+    window: Window | None = None
+    sample: ContextSample | None = None
+    """The last model call's sample (its cache read/write)."""
+    cost: float | None = None
+    """The session's cost so far (None offline or when nothing could be priced)."""
+
+    @property
+    def count_label(self) -> str:
+        """'exact', 'estimate (offline)', 'estimate (count_tokens rate limited)', ..."""
+        found = self.count
+        if found is None:
+            return "not counted yet"
+        if found.exact:
+            return "exact"
+        reason = found.reason.removesuffix(" (429)")
+        return f"estimate ({one_line(reason, 40)})" if reason else "estimate"
+
+    @property
+    def window_line(self) -> str:
+        """'next 12.3k / 200k tok (6%) · exact · window: table' (no window part when it is unknown)."""
+        found, window = self.count, self.window
+        if found is None:
+            return "next request: not counted yet"
+        known = window is not None and window.tokens
+        if window is not None and window.tokens:
+            of = f" / {_round(window.tokens)} tok ({math.floor(found.tokens * 100 / window.tokens)}%)"
+        else:
+            of = " tok"
+        source = f" · window: {window.source}" if known and window is not None else ""
+        return f"next {short_count(found.tokens)}{of} · {self.count_label}{source}"
+
+    @property
+    def cache_line(self) -> str:
+        """'cache read 9.0k · write 120 (last call) · session $0.0400'; offline says there is none."""
+        if self.offline:
+            return "cache, cost: none offline"
+        sample = self.sample
+        parts = []
+        if sample is not None and sample.cache_read_tokens is not None:
+            parts.append(
+                f"cache read {short_count(sample.cache_read_tokens)} · "
+                f"write {short_count(sample.cache_creation_tokens or 0)} (last call)"
+            )
+        else:
+            parts.append("cache: -")
+        parts.append(f"session ${self.cost:.4f}" if self.cost is not None else "cost: -")
+        return " · ".join(parts)
+
+    @property
+    def mini_line(self) -> str:
+        """The one-line form: '42,318/50k ch 85% · 12.3k/200k tok est · cache r9.0k w0.1k · $0.04'."""
+        parts = [f"{count(self.chars)}/{_round(self.limit)} ch {self.percent}"]
+        if self.count is not None:
+            window = f"/{_round(self.window.tokens)}" if self.window is not None and self.window.tokens else ""
+            parts.append(f"{short_count(self.count.tokens)}{window} tok {'exact' if self.count.exact else 'est'}")
+        sample = self.sample
+        if not self.offline and sample is not None and sample.cache_read_tokens is not None:
+            parts.append(
+                f"cache r{_tenths(sample.cache_read_tokens)} w{_tenths(sample.cache_creation_tokens or 0)}"
+            )
+        if not self.offline and self.cost is not None:
+            parts.append(f"${self.cost:.2f}")
+        return " · ".join(parts)
 
     @property
     def ratio(self) -> float:
@@ -86,7 +155,7 @@ class GaugeState:
     def tokens_line(self) -> str:
         parts = []
         if self.tokens is not None:
-            parts.append(f"~{short_count(self.tokens)} tokens (cl100k est.)")
+            parts.append(f"~{short_count(self.tokens)} tokens of history (cl100k est.)")
         else:
             parts.append("tokens: not counted yet")
         if self.input_tokens is not None and not self.offline:
@@ -115,6 +184,16 @@ class GaugeState:
         if step.saved > 0:
             return f"last: {step.step} saved {count(step.saved)} chars"
         return f"last: {step.step} ({count(step.chars_before)} -> {count(step.chars_after)} chars)"
+
+
+def _round(value: int) -> str:
+    """A window in tokens: 200000 -> '200k', 1000000 -> '1M', 64500 -> '64.5k'."""
+    return short_count(value).replace(".0k", "k").replace(".0M", "M")
+
+
+def _tenths(value: int) -> str:
+    """9000 -> '9.0k', 120 -> '0.1k': the mini gauge's fixed-width cache figures."""
+    return f"{value / 1_000:.1f}k"
 
 
 def bar(state: GaugeState, width: int, styles: dict[str, Style]) -> Text:
@@ -234,6 +313,7 @@ class ContextGauge(Widget):
         state = self.state
         if chars != state.chars or messages != state.messages:
             state.tokens_stale = True
+            state.count_stale = state.count is not None
         state.chars, state.messages = chars, messages
         self._changed()
 
@@ -261,13 +341,31 @@ class ContextGauge(Widget):
                 gauge.preview_warning = warning
             gauge.refresh(layout=True)
 
+    def counted(self, found: TokenCount) -> None:
+        """The next request's size, from `agent.count_next_request` (exact or the labelled estimate)."""
+        self.state.count = found
+        self.state.count_stale = False
+        self._changed()
+
+    def windowed(self, window: Window) -> None:
+        self.state.window = window
+        self._changed()
+
+    def sampled(self, sample: ContextSample, session_cost: float | None) -> None:
+        """A model call ended: its cache figures and the session's cost so far."""
+        self.state.sample = sample
+        self.state.cost = session_cost
+        self._changed()
+
     def turn_started(self) -> None:
         self.state.fired = {}
         self._changed()
 
     def reset(self) -> None:
         state = self.state
-        self.state = GaugeState(limit=state.limit, target_ratio=state.target_ratio, offline=state.offline)
+        self.state = GaugeState(
+            limit=state.limit, target_ratio=state.target_ratio, offline=state.offline, window=state.window
+        )
         self._changed()
 
     def _changed(self) -> None:
@@ -339,8 +437,10 @@ class ContextGauge(Widget):
         muted = styles["muted"]
         level_style = styles[f"{state.level}_text"]
         if self.compact:
-            label = f" {count(state.chars)}/{count(state.limit)} ({state.percent}) · {plural(state.messages, 'msg')}"
-            bar_width = max(min(width - len(label) - 5, 40), 10)
+            label = f" {state.mini_line}"
+            bar_width = min(width - len(label) - 4, 40)
+            if bar_width < 6:  # the figures first: the bar only where there is room
+                return Text(label.strip(), style=level_style, no_wrap=True, overflow="ellipsis")
             line = Text.assemble(("ctx ", muted), bar(state, bar_width, styles))
             line.append(label, level_style)
             if self.paused:
@@ -357,11 +457,17 @@ class ContextGauge(Widget):
         tokens = Text(state.short_tokens_line if self.dense else state.tokens_line, style=muted)
         if state.tokens_stale:
             tokens.append(" · updating", style=muted + Style(italic=True))
+        window = Text(state.window_line, style=muted)
+        if state.count_stale:
+            window.append(" · updating", style=muted + Style(italic=True))
+        window.truncate(max(width, 10), overflow="ellipsis")  # one line whatever the label
         if self.dense:
             tokens.append(f" · {plural(state.messages, 'msg')}", style=muted)
-            lines += [tokens, Text(state.short_last_line)]
+            lines += [tokens, window, Text(state.cache_line, style=muted), Text(state.short_last_line)]
         else:
             lines.append(tokens)
+            lines.append(window)
+            lines.append(Text(state.cache_line, style=muted))
             lines.append(Text(f"{plural(state.messages, 'message')} · {state.last_line}"))
             lines.append(self._pipeline())
         if self.preview_line:

@@ -185,10 +185,12 @@ class TimelineView(Widget, can_focus=True):
                 text.append(cell, style + style_extra if style_extra else style)
                 gap = "╌" if row == limit_row else " "
                 text.append(gap, _LIMIT if row == limit_row else Style())
-            if row == 0:
-                text.append(f" {short_count(int(scale))}", _DIM)
-            elif row == limit_row:
+            if row == limit_row:  # the limit's label wins the top row when the limit is drawn there
                 text.append(f" limit {short_count(self.limit)}", _LIMIT)
+                if row == 0:
+                    text.append(f" · top {short_count(int(scale))}", _DIM)
+            elif row == 0:
+                text.append(f" {short_count(int(scale))}", _DIM)
             text.append("\n")
         for sample in shown:
             mark = STEP_MARKS.get(sample.steps[-1], "*") if sample.steps else "·"
