@@ -43,6 +43,7 @@ from tui.format import count, plural, transcript_text
 from tui.screens.archive import ArchiveScreen
 from tui.screens.archive_list import ArchiveListScreen
 from tui.screens.compact_prompt import CompactPromptScreen
+from tui.screens.oversize import OversizeScreen
 from tui.screens.permission import PermissionScreen
 from tui.screens.preview import LOSSY, PreviewScreen, preview_summary
 from tui.screens.sessions import SessionsScreen
@@ -348,10 +349,32 @@ class MainScreen(Screen[None]):
         if self.busy:
             self.notify("A turn is running: wait for it, or press esc to cancel it.", severity="warning")
             return False
+        limit = self.agent.compactor.settings.context_char_limit
+        size = len(json.dumps(text, ensure_ascii=False))
+        if size > limit:
+            self.app.push_screen(OversizeScreen(size, limit), callback=lambda choice: self._oversize(text, choice))
+            return True
+        await self._send(text)
+        return True
+
+    async def _send(self, text: str) -> None:
         await self.chat.add_user(text)
         self._begin("working")
         self.drive(self.agent.run_turn(text))
-        return True
+
+    async def _oversize(self, text: str, choice: str | None) -> None:
+        """The answer to OversizeScreen: archive the text first, send it anyway, or give it back to the prompt."""
+        if choice is None:
+            self.chat.input.load_text(text)
+            return
+        if choice == "archive":
+            try:
+                text = await self.agent.archive_request(text)
+            except ArchiveError as error:
+                self.notify(visible(f"cannot archive the message: {error}"), severity="error", markup=False)
+                self.chat.input.load_text(text)
+                return
+        await self._send(text)
 
     async def _slash(self, command: str) -> bool:
         """A slash command from the table (`/compact [focus]` passes its argument); False if unknown."""
