@@ -481,9 +481,7 @@ class Agent:
         steps = self._take_steps()
         for step in steps:
             yield step
-        before = tuple(self._messages) if changes else ()  # the history is changed in place below
-        if changed := self._replace(self._messages, "prepare", changes):
-            self._record_compaction(steps, before)
+        if changed := self._compacted(steps, self._messages, "prepare", changes):
             yield changed
 
     async def _compaction(
@@ -509,10 +507,20 @@ class Agent:
         steps = self._take_steps()
         for event in steps:
             yield event
-        before = tuple(self._messages)  # the history is changed in place below
-        if changed := self._replace(compacted, step):
-            self._record_compaction(steps, before)
+        if changed := self._compacted(steps, compacted, step):
             yield changed
+
+    def _compacted(
+        self, steps: list[CompactionStep], messages: Sequence[Message], reason: str,
+        changes: tuple[Splice, ...] | None = None,
+    ) -> HistoryChanged | None:
+        """Apply a compaction's result and remember it for undo (the history changes in place, so the
+        list before it is copied first; not when the compactor reported no change)."""
+        before = tuple(self._messages) if changes is None or changes else ()
+        changed = self._replace(messages, reason, changes)
+        if changed:
+            self._record_compaction(steps, before)
+        return changed
 
     def _record_compaction(self, steps: list[CompactionStep], before: Sequence[Message]) -> None:
         if steps:
