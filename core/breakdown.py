@@ -21,6 +21,7 @@ from typing import Any, Literal, get_args
 
 from core.events import HistoryChanged, Splice
 from core.markers import parse_marker
+from core.text import one_line
 
 Category = Literal["user", "assistant", "tool_use", "tool_result", "markers", "overhead"]
 CATEGORIES: tuple[Category, ...] = get_args(Category)
@@ -33,13 +34,13 @@ _BRACKETS = 2  # {} or []
 _LABEL_CHARS = 60
 
 
-def _json_len(value: Any) -> int:
-    return len(json.dumps(value, default=str, ensure_ascii=False))
-
-
 def _container(count: int) -> int:
     """Brackets and separators of a list or dict with `count` items."""
     return _BRACKETS + _SEPARATOR * max(count - 1, 0)
+
+
+def _json_len(value: Any) -> int:
+    return len(json.dumps(value, default=str, ensure_ascii=False))
 
 
 def _str_keys(value: dict[Any, Any]) -> bool:
@@ -47,8 +48,7 @@ def _str_keys(value: dict[Any, Any]) -> bool:
 
 
 def _label(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _LABEL_CHARS else flat[: _LABEL_CHARS - 1] + "…"
+    return one_line(text, _LABEL_CHARS)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from core.history import (
     tool_result_positions,
     unseen_tool_result_positions,
 )
+from core.history import message_chars as _json_len
 from core.markers import (
     omission_marker,
     parse_marker,
@@ -105,10 +106,6 @@ class CompactionError(Exception):
     def __init__(self, message: str, partial: list[Message] | None = None) -> None:
         super().__init__(message)
         self.partial = partial
-
-
-def _json_len(value: Any) -> int:
-    return len(json.dumps(value, default=str, ensure_ascii=False))
 
 
 @dataclass

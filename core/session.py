@@ -28,6 +28,7 @@ from typing import Any
 
 from core.archive import make_private_dir as archive_private_dir
 from core.history import estimate_chars, pairing_problems, repair_pairing, text_of
+from core.text import error_line
 
 SESSIONS_DIR = "sessions"
 SESSION_PREFIX = "session_"
@@ -185,7 +186,7 @@ class SessionLog:
             except OSError as error:
                 # Keep the lines: they are written by the next flush once the disk allows it.
                 self._queue[:0] = lines
-                self.error = f"cannot write session log {self.path}: {' '.join(str(error).split())}"
+                self.error = f"cannot write session log {self.path}: {error_line(error)}"
                 return
             self._wake.clear()
 

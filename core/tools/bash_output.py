@@ -13,6 +13,7 @@ from typing import Any
 import aiofiles
 
 from core.archive import make_private_dir, private_opener
+from core.text import error_line
 
 _UTF8_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 
@@ -118,7 +119,7 @@ class Spill:
             await self._handle.write(data)
             self.written += len(data)
         except OSError as error:
-            self.failed = " ".join(str(error).split())
+            self.failed = error_line(error)
             await self._discard()
 
     async def finish(self) -> Path | None:
@@ -130,7 +131,7 @@ class Spill:
             self._handle = None
             await asyncio.to_thread(os.rename, self._temp, self.final)
         except OSError as error:
-            self.failed = " ".join(str(error).split())
+            self.failed = error_line(error)
             await self._discard()
             return None
         return self.final
