@@ -43,13 +43,21 @@ from core.events import (
     TurnFinished,
     TurnStarted,
 )
-from core.history import interrupted_result, splice_between, text_of
+from core.history import (
+    USER_PIN_PREFIX,
+    find_user_message,
+    interrupted_result,
+    splice_between,
+    text_of,
+    tool_result_ids,
+    user_pin_key,
+)
 from core.markers import parse_marker
 from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, Retrying, TextChunk
 from core.session import SessionLog, resume_path
 from core.steering import Compaction, SteeringError, drop_result, find_result, restore_result, undo
 from core.store import History
-from core.text import error_line
+from core.text import error_line, one_line
 from core.tokens import TokenCounter
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput, Workspace
 from core.usage import ContextSample, Timeline, TokenCount, price_for
@@ -168,7 +176,7 @@ class Agent:
                     allow_all=allow_all)
         if messages:
             session.replace(messages, "resume")
-        kept = [tool_use_id for tool_use_id in pins if find_result(messages, tool_use_id) is not None]
+        kept = [key for key in pins if _pin_target(messages, key) is not None]
         if kept:
             compactor.pinned = frozenset(kept)
             session.pins(compactor.pinned)
@@ -572,28 +580,54 @@ class Agent:
 
     @property
     def pinned(self) -> frozenset[str]:
-        """The tool_use ids whose results every compaction step keeps byte-exact."""
+        """What every compaction step keeps byte-exact: tool_use ids (their results, in a pair with
+        the tool_use) and `user:` keys of user messages (`core.history.user_pin_key`)."""
         return self.compactor.pinned
 
     async def pin(self, tool_use_id: str) -> Notice:
-        """Pin a tool result: every step keeps it (and its tool_use) byte-exact. Saved with the session.
+        """Pin a tool result (by its tool_use id) or a user message (by its `user:` key, see
+        `pin_key`): every step keeps it byte-exact. Saved with the session.
 
-        Only tool results can be pinned (the pipeline carries pairs, not user messages). The notice
-        it returns is a warning when the pinned results alone are over the context limit.
+        The notice it returns is a warning when the pinned items alone are over the context limit.
         """
+        what = self._pin_label(tool_use_id)
         if tool_use_id in self.pinned:
-            return Notice(f"the result of {tool_use_id} is already pinned")
-        if find_result(self._messages, tool_use_id) is None:
-            raise SteeringError(f"no tool result for {tool_use_id!r} in the context (only tool results can be pinned)")
+            return Notice(f"{what} is already pinned")
+        if _pin_target(self._messages, tool_use_id) is None:
+            if tool_use_id.startswith(USER_PIN_PREFIX):
+                raise SteeringError(f"no user message {tool_use_id!r} in the context")
+            raise SteeringError(f"no tool result for {tool_use_id!r} in the context "
+                                "(tool results and user messages can be pinned)")
         self._set_pins(self.pinned | {tool_use_id})
-        return self._pins_notice(f"pinned the result of {tool_use_id}: every compaction step keeps it byte-exact")
+        return self._pins_notice(f"pinned {what}: every compaction step keeps it byte-exact")
 
     async def unpin(self, tool_use_id: str) -> Notice:
-        """Unpin a tool result; compaction may shorten it again."""
+        """Unpin a tool result or a user message; compaction may shorten it again."""
+        what = self._pin_label(tool_use_id)
         if tool_use_id not in self.pinned:
-            raise SteeringError(f"the result of {tool_use_id} is not pinned")
+            raise SteeringError(f"{what} is not pinned")
         self._set_pins(self.pinned - {tool_use_id})
-        return self._pins_notice(f"unpinned the result of {tool_use_id}")
+        return self._pins_notice(f"unpinned {what}")
+
+    def pin_key(self, index: int) -> str | None:
+        """The key `pin` takes for the message at `index`: its tool_use id for a message of one
+        tool result, its `user:` key for a user message of text, else None (a marker, a reply)."""
+        if not 0 <= index < len(self._messages):
+            return None
+        message = self._messages[index]
+        ids = tool_result_ids(message)
+        if len(ids) == 1:
+            return ids[0]
+        return user_pin_key(message)
+
+    def _pin_label(self, key: str) -> str:
+        """How a notice names what `key` pins: a user message by its first words."""
+        if not key.startswith(USER_PIN_PREFIX):
+            return f"the result of {key}"
+        index = find_user_message(self._messages, key)
+        if index is None:
+            return f"the user message {key}"
+        return f"the user message {one_line(text_of(self._messages[index]), 40)!r}"
 
     def _set_pins(self, ids: frozenset[str]) -> None:
         self.compactor.pinned = ids
@@ -601,22 +635,24 @@ class Agent:
             self.session.pins(ids)
 
     def pinned_chars(self) -> int:
-        """The JSON size of the pinned results (with their tool_use blocks), as the summary carries them."""
-        found = [find_result(self._messages, tool_use_id) for tool_use_id in self.pinned]
-        blocks: list[Any] = []
-        for position in found:
-            if position is None:
+        """The JSON size of what is pinned (results with their tool_use blocks, user messages), as
+        the summary carries them."""
+        parts: list[Any] = []
+        for key in self.pinned:
+            target = _pin_target(self._messages, key)
+            if target is None:
                 continue
-            index, block_index = position
-            blocks.append(self._messages[index]["content"][block_index])
-        return len(json.dumps(blocks, default=str, ensure_ascii=False))
+            index, block_index = target
+            message = self._messages[index]
+            parts.append(message if block_index is None else message["content"][block_index])
+        return len(json.dumps(parts, default=str, ensure_ascii=False))
 
     def _pins_notice(self, text: str) -> Notice:
         limit = self.compactor.settings.context_char_limit
         size = self.pinned_chars() if self.pinned else 0
         if size > limit:
             notice = Notice(
-                f"{text}; the pinned results alone are {size:,} chars, over the {limit:,}-char limit: "
+                f"{text}; the pinned items alone are {size:,} chars, over the {limit:,}-char limit: "
                 "compaction cannot bring the context under it (unpin some)", "warning")
         else:
             notice = Notice(text)
@@ -769,3 +805,11 @@ def make_model(settings: Settings) -> Model:
 
 
 __all__ = ["PERMISSION_CHOICES", "Agent", "make_model"]
+
+
+def _pin_target(messages: Sequence[Message], key: str) -> tuple[int, int | None] | None:
+    """Where what `key` pins is: (message, block) of a tool result, (message, None) of a user message."""
+    if key.startswith(USER_PIN_PREFIX):
+        index = find_user_message(messages, key)
+        return None if index is None else (index, None)
+    return find_result(messages, key)

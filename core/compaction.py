@@ -11,7 +11,8 @@ and no step ever separates a tool_use from its tool_result.
 The steps never mutate the list they are given or any message in it: a step copies the messages it
 changes and returns a new list.
 
-Steering: `Compactor.pinned` holds tool_use ids whose results survive every step byte-exact, and
+Steering: `Compactor.pinned` holds tool_use ids whose results survive every step byte-exact (and
+`user:` keys, `core.history.user_pin_key`, of user messages that do the same), and
 `Compactor.dry_run` makes the decisions `prepare` would make, with the same figures, writing
 nothing and calling no model.
 """
@@ -28,6 +29,7 @@ from typing import Any
 from core.archive import TRANSCRIPTS_DIR, Archive, ArchiveError
 from core.events import CompactionStep, StepName
 from core.history import (
+    USER_PIN_PREFIX,
     Splice,
     has_tool_use,
     is_tool_result,
@@ -36,6 +38,7 @@ from core.history import (
     splice_between,
     tool_result_positions,
     unseen_tool_result_positions,
+    user_pin_key,
 )
 from core.history import message_chars as _json_len
 from core.markers import (
@@ -222,7 +225,8 @@ class Compactor:
         # warning); prepare does not ask the model again while it is the current request.
         self._hopeless_request: str | None = None
         self.pinned: frozenset[str] = frozenset()
-        """tool_use ids whose results every step leaves byte-exact (and in a valid pair)."""
+        """tool_use ids whose results every step leaves byte-exact (and in a valid pair), and the
+        `user:` keys of user messages every step leaves byte-exact."""
         self._dry_steps: list[CompactionStep] | None = None  # set while dry_run collects
         self._dry_saved: set[tuple[str, str]] = set()  # (path, tool_use_id) a dry run would have saved
 
@@ -538,7 +542,7 @@ class Compactor:
         before = self.estimate_chars(messages)
         if strict and active_request == self._hopeless_request:
             return _unchanged(messages)  # refused for this request already, and said so once
-        carried = self._carried_pins(messages)
+        carried = self._carried_pins(messages, active_request)
         if self._dry_steps is not None:
             await self._emit("compact_history", before, before, len(messages), (),
                              "would run next: the summary needs the model, so the figures after it are unknown")
@@ -588,7 +592,7 @@ class Compactor:
         old_history = messages[:tail_start] if tail_start else messages
         summary = await self._summarize(old_history, None, transcript)
         message = {"role": "user", "content": summary_message("Reactive compact", active_request, summary, transcript)}
-        carried = self._carried_pins(old_history)
+        carried = self._carried_pins(old_history, active_request)
         result = [message, *carried, *messages[tail_start:]] if tail_start else [message, *carried]
         changes = (Splice(0, tail_start or count, (message, *carried)),)
         after = self.estimate_chars(self._sized(messages, result, changes))
@@ -692,8 +696,12 @@ class Compactor:
             return (f"the current request alone is {request:,} chars, over the {limit:,} limit: "
                     "shorten it or save it as a file the model can read")
         if self.pinned:
-            return (f"what remains (the current request, {len(self.pinned)} pinned result(s) and the newest "
-                    f"messages) cannot be shortened below {limit:,} chars: unpin results to free room")
+            users = sum(key.startswith(USER_PIN_PREFIX) for key in self.pinned)
+            results = len(self.pinned) - users
+            held = ", ".join(part for part in (f"{results} pinned result(s)" if results else "",
+                                               f"{users} pinned message(s)" if users else "") if part)
+            return (f"what remains (the current request, {held} and the newest "
+                    f"messages) cannot be shortened below {limit:,} chars: unpin some to free room")
         return f"what remains (the current request and the newest messages) cannot be shortened below {limit:,} chars"
 
     async def _apply_plan(
@@ -767,21 +775,36 @@ class Compactor:
                     if isinstance(block, dict) and block.get("type") == "tool_result")
         ]
 
-    def _pinned_pairs(self, messages: Sequence[Message], start: int, end: int) -> set[int]:
-        """The messages (tool_use and tool_result) of every pinned pair inside [start, end)."""
-        return {index for result in self._pinned_result_indices(messages, start + 1, end) for index in (result - 1, result)}
+    def _pinned_user_indices(self, messages: Sequence[Message], start: int, end: int) -> list[int]:
+        """Indices in [start, end) of the user messages pinned by their `user_pin_key`."""
+        keys = {key for key in self.pinned if key.startswith(USER_PIN_PREFIX)}
+        if not keys:
+            return []
+        return [index for index in range(max(start, 0), end)
+                if messages[index].get("role") == "user" and user_pin_key(messages[index]) in keys]
 
-    def _carried_pins(self, messages: Sequence[Message]) -> list[Message]:
-        """Pinned results with their tool_use, as pairs to follow a summary (the blocks byte-exact)."""
-        carried: list[Message] = []
+    def _pinned_pairs(self, messages: Sequence[Message], start: int, end: int) -> set[int]:
+        """The pinned messages inside [start, end): every pinned pair (tool_use and tool_result)
+        and every pinned user message."""
+        pairs = {index for result in self._pinned_result_indices(messages, start + 1, end) for index in (result - 1, result)}
+        return pairs | set(self._pinned_user_indices(messages, start, end))
+
+    def _carried_pins(self, messages: Sequence[Message], active_request: str) -> list[Message]:
+        """What is pinned in `messages`, in order, to follow a summary: pinned results as pairs with
+        their tool_use (the blocks byte-exact) and pinned user messages as they are. A pinned
+        message that is the current request is not repeated: the summary message holds it."""
+        carried: list[tuple[int, list[Message]]] = []
         for index in self._pinned_result_indices(messages, 1, len(messages)):
             results = [block for block in messages[index]["content"]
                        if isinstance(block, dict) and block.get("type") == "tool_result" and self._is_pinned(block)]
             ids = {str(block.get("tool_use_id")) for block in results}
             uses = [block for block in messages[index - 1]["content"]
                     if isinstance(block, dict) and block.get("type") == "tool_use" and str(block.get("id")) in ids]
-            carried += [{"role": "assistant", "content": uses}, {"role": "user", "content": results}]
-        return carried
+            carried.append((index, [{"role": "assistant", "content": uses}, {"role": "user", "content": results}]))
+        for index in self._pinned_user_indices(messages, 0, len(messages)):
+            if messages[index].get("content") != active_request:
+                carried.append((index, [messages[index]]))
+        return [message for _, pair in sorted(carried, key=lambda item: item[0]) for message in pair]
 
     def _own_persisted_path(self, content: Any, tool_use_id: str) -> str | None:
         """The path of a <persisted-output> block this archive wrote for this tool_use id, else None.

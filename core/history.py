@@ -7,6 +7,7 @@ per-message figures that follow its changes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import operator
 from collections.abc import Iterator, Sequence
@@ -15,6 +16,7 @@ from typing import Any
 
 from core.breakdown import breakdown as breakdown  # the contract lives in core/breakdown.py
 from core.events import Splice
+from core.markers import parse_marker
 
 Message = dict[str, Any]
 Block = dict[str, Any]
@@ -124,6 +126,40 @@ def text_of(message: Any) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(str(block.get("text", "")) for block in blocks(message) if block.get("type") == "text")
+
+
+USER_PIN_PREFIX = "user:"
+
+
+def user_pin_key(message: Any) -> str | None:
+    """The key that pins this user message (`user:` and a digest of its content), else None.
+
+    Only a user's own words can be pinned this way: a user message of text (a string or text
+    blocks), not a tool result and not a marker (a snip marker or a summary already stands for
+    archived messages). The key follows the content, so it survives the message moving when a
+    step removes messages before it; two messages with the same text share one key.
+    """
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        if not content or parse_marker(content) is not None:
+            return None
+    elif isinstance(content, list):
+        if not content or not all(isinstance(block, dict) and block.get("type") == "text" for block in content):
+            return None
+    else:
+        return None
+    canonical = json.dumps(content, ensure_ascii=False, sort_keys=True, default=str)
+    return USER_PIN_PREFIX + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def find_user_message(messages: Sequence[Any], key: str) -> int | None:
+    """The index of the newest user message whose `user_pin_key` is `key`, else None."""
+    for index in range(len(messages) - 1, -1, -1):
+        if user_pin_key(messages[index]) == key:
+            return index
+    return None
 
 
 def last_assistant_index(messages: Sequence[Any]) -> int:

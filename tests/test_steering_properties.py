@@ -36,8 +36,8 @@ SIZES = (300, 1_500, 4_000, 9_000)
 
 Action = tuple[str, int]
 actions = st.lists(
-    st.tuples(st.sampled_from(["turn", "turn", "turn", "pin", "unpin", "drop", "restore", "undo", "compact",
-                               "prepare"]), st.integers(0, 50)),
+    st.tuples(st.sampled_from(["turn", "turn", "turn", "pin", "pin_user", "unpin", "drop", "restore", "undo",
+                               "compact", "prepare"]), st.integers(0, 50)),
     min_size=3, max_size=14,
 )
 
@@ -63,6 +63,22 @@ class World:
     originals: dict[str, str] = field(default_factory=dict)  # tool_use id -> the tool's full output
     last_compact_before: list[Message] | None = None
     pins: set[str] = field(default_factory=set)  # what the test pinned (kept apart from the agent's own record)
+    pinned_texts: dict[str, str] = field(default_factory=dict)  # user: key -> the pinned message's text
+
+    def user_texts_present(self, messages: list[Message]) -> list[str]:
+        """Texts a pinned user message may be in: user messages, and the request a summary holds."""
+        present = []
+        for message in messages:
+            if message["role"] == "user" and isinstance(message["content"], str):
+                found = parse_marker(message["content"])
+                present.append(found.request or "" if found is not None else message["content"])
+        return present
+
+    def check_user_pins(self, messages: list[Message]) -> None:
+        present = self.user_texts_present(messages)
+        for key in self.pins & set(self.pinned_texts):
+            # byte-exact as a message; only as the current request may it be inside a summary
+            assert self.pinned_texts[key] in present, "a pinned user message is gone"
 
     def results(self) -> dict[str, Any]:
         return {block["tool_use_id"]: block["content"] for message in self.agent.messages
@@ -94,6 +110,7 @@ class World:
             found = parse_marker(message["content"]) if isinstance(message["content"], str) else None
             if found is not None and found.kind in ("snip", "compacted", "reactive"):
                 assert agent.archive.resolve(found.path) is not None, found.path
+        self.check_user_pins(messages)
 
     def check_requests(self, start: int) -> None:
         agent = self.agent
@@ -105,6 +122,7 @@ class World:
             for tool_use_id in self.pins:
                 if tool_use_id in self.originals:
                     assert sent.get(tool_use_id) == self.originals[tool_use_id], "pinned text not sent byte-exact"
+            self.check_user_pins(request)
             if agent.pinned_chars() <= limit // 2:
                 # the newest batch of (unseen) results can hold it over the limit only when it is
                 # itself large: the pipeline never shortens below what fit keeps of them
@@ -133,6 +151,16 @@ async def act(world: World, action: str, number: int, turn: int) -> int:
             if parse_marker(world.results()[chosen]) is None:  # a result in context whole
                 await agent.pin(chosen)
                 world.pins.add(chosen)
+        elif action == "pin_user":
+            keys = [key for index in range(len(agent.messages))
+                    if (key := agent.pin_key(index)) is not None and key.startswith("user:")]
+            if keys:
+                key = keys[number % len(keys)]
+                text = next(m["content"] for m in reversed(agent.messages)
+                            if m["role"] == "user" and agent.pin_key(list(agent.messages).index(m)) == key)
+                await agent.pin(key)
+                world.pins.add(key)
+                world.pinned_texts[key] = text
         elif action == "unpin" and world.pins:
             unpinned = sorted(world.pins)[number % len(world.pins)]
             await agent.unpin(unpinned)
@@ -203,5 +231,7 @@ async def run_session(plan: list[Action], limit: int, keep: int) -> None:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plan=actions, limit=st.sampled_from([6_000, 12_000, 50_000]), keep=st.integers(0, 3))
 @example(plan=[("turn", 0), ("turn", 9), ("drop", 1)], limit=6_000, keep=0)  # dropping a persisted result
+@example(plan=[("turn", 1), ("pin_user", 0), *[("turn", n) for n in range(2, 9)], ("compact", 0), ("undo", 0),
+               ("turn", 3)], limit=6_000, keep=1)  # a pinned request through snips, a summary and its undo
 def test_random_steering_between_turns_keeps_every_invariant(plan: list[Action], limit: int, keep: int) -> None:
     asyncio.run(run_session(plan, limit, keep))
