@@ -3,9 +3,8 @@
 History: 5,000 messages (user text, assistant text + tool_use, tool results of ~1-4 KB, a few
 markers), about 8 MB of JSON. Each case adds one message and brings the figures up to date:
 
-  (a) full walk: `breakdown` with an empty per-message cache, as a view that re-derives the
-      categories from the whole history on every change would do
-  (b) breakdown(): the contract function with the per-message cache warm (one lookup per message)
+  (a) full walk: the contract function `breakdown`, as a view that re-derives the categories from
+      the whole history on every change would do (it keeps no cache, so nothing outlives the history)
   (c) Breakdown.apply: the accumulator, updated from the HistoryChanged splice (one message walked)
   (d) Breakdown.largest: the top-5 items of one category (over the cached parts, no JSON walked)
   (e) Timeline.start + finish: one ContextSample recorded, with a 5,000-sample timeline behind it
@@ -25,7 +24,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import core.breakdown as breakdown_module
 from core.breakdown import Breakdown, breakdown
 from core.events import Splice
 from core.markers import placeholder, snip_marker
@@ -69,11 +67,9 @@ def main() -> None:
     grown = [*messages, new]
 
     def full_walk() -> dict[str, int]:
-        breakdown_module._CACHE = breakdown_module._PartsCache()
         return breakdown(grown)
 
     expected = full_walk()
-    breakdown(messages)  # warm the per-message cache for (b)
 
     tracker = Breakdown(messages)
 
@@ -89,8 +85,6 @@ def main() -> None:
     assert accumulate()[0] == expected, "the accumulator disagrees with a full walk"
 
     full = median_seconds(full_walk, 5)
-    breakdown(grown)
-    warm = median_seconds(lambda: breakdown(grown), 20)
     apply_time = statistics.median(accumulate()[1] for _ in range(200))
     largest = median_seconds(lambda: tracker.largest("tool_result", 5), 20)
 
@@ -107,8 +101,7 @@ def main() -> None:
 
     chars = sum(expected.values())
     print(f"history: {SIZE:,} messages, {chars:,} chars of JSON; one message added")
-    print(f"(a) full walk (no cache)        {full * 1e3:9.3f} ms")
-    print(f"(b) breakdown(), cache warm     {warm * 1e3:9.3f} ms   {full / warm:8.0f}x faster than (a)")
+    print(f"(a) full walk, breakdown()      {full * 1e3:9.3f} ms")
     print(f"(c) Breakdown.apply(splice)     {apply_time * 1e6:9.1f} us   {full / apply_time:8.0f}x faster than (a)")
     print(f"(d) Breakdown.largest(top 5)    {largest * 1e3:9.3f} ms   {full / largest:8.0f}x faster than (a)")
     print(f"(e) Timeline.start + finish     {sample_time * 1e6:9.1f} us   (5,000 samples behind it)")

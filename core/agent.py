@@ -627,7 +627,7 @@ class Agent:
         index = find_user_message(self._messages, key)
         if index is None:
             return f"the user message {key}"
-        return f"the user message {one_line(text_of(self._messages[index]), 40)!r}"
+        return f"the user message {one_line(text_of(self._messages[index]), 40)!r} ({key})"
 
     def _set_pins(self, ids: frozenset[str]) -> None:
         self.compactor.pinned = ids

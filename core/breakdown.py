@@ -7,8 +7,9 @@
 every other character is overhead, counted from the structure, not as a remainder: the values add
 up to `estimate_chars` because the walk mirrors the serialiser (a property test checks it).
 
-`Breakdown` keeps the figures of one history up to date from `HistoryChanged.changes` splices, with
-per-message parts cached, so a new message costs the walk of that message only.
+`Breakdown` keeps the figures of one history up to date from `HistoryChanged.changes` splices: it
+holds one entry per message of that history, so a new message costs the walk of that message only
+and a message a splice removed is let go of (there is no cache beside it).
 """
 
 from __future__ import annotations
@@ -190,32 +191,15 @@ class MessageBreakdown:
         return sum(self.counts)
 
 
-class _PartsCache:
-    """Per-message breakdowns keyed by identity, checked against the content object."""
-
-    def __init__(self, max_entries: int = 100_000) -> None:
-        self._entries: dict[int, tuple[Any, Any, MessageBreakdown]] = {}
-        self._max_entries = max_entries
-
-    def get(self, message: Any) -> MessageBreakdown:
-        content = message.get("content") if isinstance(message, dict) else None
-        entry = self._entries.get(id(message))
-        if entry is not None and entry[0] is message and entry[1] is content:
-            return entry[2]
-        walk = _walk_message(message)
-        result = MessageBreakdown(tuple(walk.counts), walk.parts)
-        if len(self._entries) >= self._max_entries:
-            self._entries.clear()
-        self._entries[id(message)] = (message, content, result)
-        return result
-
-
-_CACHE = _PartsCache()
-
-
 def message_breakdown(message: Any) -> MessageBreakdown:
-    """The breakdown of one message as it serialises inside a list (cached by identity)."""
-    return _CACHE.get(message)
+    """The breakdown of one message as it serialises inside a list.
+
+    Not cached here: a live history's figures are kept by `Breakdown`, which holds one entry per
+    message of that history and lets go of a message when a splice removes it, so nothing that
+    left the history stays alive on its account.
+    """
+    walk = _walk_message(message)
+    return MessageBreakdown(tuple(walk.counts), walk.parts)
 
 
 def _as_dict(counts: Sequence[int]) -> dict[str, int]:

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.archive import Archive
+from core.breakdown import Breakdown, breakdown
 from core.compaction import CompactionSettings, Compactor
 from core.history import Splice, estimate_chars, splice_between
 from core.store import ChangeFeed, History, HistorySizer
@@ -234,3 +235,18 @@ async def test_nothing_fires_nothing_changes(tmp_path: Path) -> None:
     version = history.version
     assert await compactor.prepare_changes(history, "read f0.txt") == ()
     assert history.version == version
+
+
+def test_the_breakdown_keeps_no_message_that_left_the_history() -> None:
+    """`breakdown()` and a `Breakdown` that followed the splices hold nothing the history dropped."""
+    messages = [message(f"message {number} " + "y" * number) for number in range(200)]
+    refs = [weakref.ref(item) for item in messages]
+    tracker = Breakdown(messages)
+    assert tracker.totals == breakdown(messages)
+    summary = message("the summary")
+    tracker.apply([Splice(0, len(messages), (summary,))])
+    messages[:] = [summary]
+    gc.collect()
+    alive = [ref for ref in refs if ref() is not None]
+    assert alive == [], f"{len(alive)} dropped messages are still alive"
+    assert tracker.totals == breakdown(messages)

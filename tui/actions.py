@@ -75,10 +75,11 @@ ACTIONS: tuple[Action, ...] = (
     Action("sessions", "sessions", "List this workdir's sessions and resume one", key="ctrl+s",
            palette="Sessions: resume one…", slash="sessions", when="idle"),
     # --- steering (issue 10): the tree's keys p/d/r/u run these on the selected node ---
-    Action("pin", "toggle_pin", "Pin or unpin a tool result (the selected one): compaction keeps it byte-exact",
-           palette="Pin/unpin the selected tool result", slash="pin", slash_arg="tool_use_id", when="idle"),
-    Action("unpin", "unpin", "Unpin a tool result (the selected one): compaction may shorten it again",
-           slash="unpin", slash_arg="tool_use_id", when="idle"),
+    Action("pin", "toggle_pin",
+           "Pin or unpin a tool result or a user message (the selected one): compaction keeps it byte-exact",
+           palette="Pin/unpin the selected tool result or user message", slash="pin", slash_arg="id", when="idle"),
+    Action("unpin", "unpin", "Unpin a tool result or a user message (the selected one): compaction may shorten it again",
+           slash="unpin", slash_arg="id", when="idle"),
     Action("drop", "drop", "Archive a tool result now (the selected one) and leave a placeholder",
            palette="Drop the selected tool result", slash="drop", slash_arg="tool_use_id", when="idle"),
     Action("restore", "restore", "Put an archived result back in context, byte-exact (the selected placeholder)",
@@ -160,7 +161,7 @@ def help_markdown() -> str:
         f"**Keys**: {keys} · `ctrl+p` command palette.\n\n"
         "**In the tree**: `enter` opens a placeholder / persisted output (the archived file), a snip marker or "
         "summary (the archived transcript), or shows a block's text; `space` expands a message; `p` pins or "
-        "unpins a tool result, `d` drops it, `r` restores a placeholder, `u` undoes the last compaction.\n\n"
+        "unpins a tool result or a user message, `d` drops it, `r` restores a placeholder, `u` undoes the last compaction.\n\n"
         f"**Slash commands** (not sent to the model): {slashes}."
     )
 

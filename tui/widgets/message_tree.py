@@ -30,7 +30,15 @@ from textual.widgets.tree import TreeNode
 from textual.worker import Worker
 
 from core.archive import Archive, ArchivedFile
-from core.history import Splice, estimate_chars, message_chars, result_text, splice_between
+from core.history import (
+    USER_PIN_PREFIX,
+    Splice,
+    estimate_chars,
+    message_chars,
+    result_text,
+    splice_between,
+    user_pin_key,
+)
 from core.markers import Marker, parse_marker
 from core.store import ChangeFeed, History
 from core.text import visible
@@ -109,7 +117,7 @@ class MessageTree(Tree[NodeInfo]):
     }
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("p", "screen.toggle_pin", "Pin", show=False, id="tree.pin", tooltip="Pin or unpin the selected tool result"),
+        Binding("p", "screen.toggle_pin", "Pin", show=False, id="tree.pin", tooltip="Pin or unpin the selected tool result or user message"),
         Binding("d", "screen.drop", "Drop", show=False, id="tree.drop", tooltip="Archive the selected tool result now"),
         Binding("r", "screen.restore", "Restore", show=False, id="tree.restore", tooltip="Restore the selected archived result"),
         Binding("u", "screen.undo", "Undo", show=False, id="tree.undo", tooltip="Undo the last compaction"),
@@ -159,7 +167,7 @@ class MessageTree(Tree[NodeInfo]):
         self._worker: Worker[None] | None = None
         self._resolved: dict[str, ArchivedFile | None] = {}
         self._styles: dict[str, Style] = {}
-        self.pinned: frozenset[str] = frozenset()  # tool_use ids shown with 📌
+        self.pinned: frozenset[str] = frozenset()  # tool_use ids and user: keys shown with 📌
         self.shortened: frozenset[str] = frozenset()  # tool_use ids the next call would shorten
 
     # --- syncing with the history ---------------------------------------------------------------
@@ -372,7 +380,7 @@ class MessageTree(Tree[NodeInfo]):
         if info.markers.get("error"):
             label.append(f" · ✗{info.markers['error']}", style=self._style("error"))
         ids = set(_result_ids(message))
-        if ids & self.pinned:
+        if ids & self.pinned or self._user_pinned(message):
             label.append(" · 📌 pinned", style=self._style("pinned"))
         if ids & self.shortened:
             label.append(" · ✂ next call shortens", style=self._style("shortened"))
@@ -540,8 +548,9 @@ class MessageTree(Tree[NodeInfo]):
         self.pinned, self.shortened = pinned, shortened
         if not changed:
             return
+        users = any(key.startswith(USER_PIN_PREFIX) for key in changed)
         for index, (message, node) in enumerate(self.entries):
-            if changed.intersection(_result_ids(message)):
+            if changed.intersection(_result_ids(message)) or (users and user_pin_key(message) in changed):
                 self._update_node(node, index, message)
         self._invalidate()
         self.refresh()
@@ -569,6 +578,20 @@ class MessageTree(Tree[NodeInfo]):
         ids = _result_ids(info.message) or [str(b.get("id")) for b in content
                                             if isinstance(b, dict) and b.get("type") == "tool_use"]
         return ids[0] if len(ids) == 1 else None
+
+    def selected_pin_key(self) -> str | None:
+        """What `p` pins for the selection: its tool_use id, or the `user:` key of a user message."""
+        tool_use_id = self.selected_tool_use_id()
+        if tool_use_id is not None:
+            return tool_use_id
+        info = self.selected
+        return user_pin_key(info.message) if info is not None else None
+
+    def _user_pinned(self, message: dict[str, Any]) -> bool:
+        """A user message pinned by its content key (hashed only while some user message is pinned)."""
+        if not any(key.startswith(USER_PIN_PREFIX) for key in self.pinned):
+            return False
+        return user_pin_key(message) in self.pinned
 
     def selected_archive_path(self) -> str | None:
         """The archived tool result the selected placeholder / persisted-output node points at."""
