@@ -5,11 +5,11 @@ markers), about 8 MB of JSON. Each case adds one message and brings the figures 
 
   (a) full walk: the contract function `breakdown`, as a view that re-derives the categories from
       the whole history on every change would do (it keeps no cache, so nothing outlives the history)
-  (c) Breakdown.apply: the accumulator, updated from the HistoryChanged splice (one message walked)
-  (d) Breakdown.largest: the top-5 items of one category (over the cached parts, no JSON walked)
-  (e) Timeline.start + finish: one ContextSample recorded, with a 5,000-sample timeline behind it
+  (b) Breakdown.apply: the accumulator, updated from the HistoryChanged splice (one message walked)
+  (c) Breakdown.largest: the top-5 items of one category (over the cached parts, no JSON walked)
+  (d) Timeline.start + finish: one ContextSample recorded, with a 5,000-sample timeline behind it
 
-Every figure is the median of repeated runs in this process; (c) must equal (a) (checked).
+Every figure is the median of repeated runs in this process; (b) must equal (a) (checked).
 Run: .venv/bin/python bench/bench_views.py
 """
 
@@ -102,9 +102,9 @@ def main() -> None:
     chars = sum(expected.values())
     print(f"history: {SIZE:,} messages, {chars:,} chars of JSON; one message added")
     print(f"(a) full walk, breakdown()      {full * 1e3:9.3f} ms")
-    print(f"(c) Breakdown.apply(splice)     {apply_time * 1e6:9.1f} us   {full / apply_time:8.0f}x faster than (a)")
-    print(f"(d) Breakdown.largest(top 5)    {largest * 1e3:9.3f} ms   {full / largest:8.0f}x faster than (a)")
-    print(f"(e) Timeline.start + finish     {sample_time * 1e6:9.1f} us   (5,000 samples behind it)")
+    print(f"(b) Breakdown.apply(splice)     {apply_time * 1e6:9.1f} us   {full / apply_time:8.0f}x faster than (a)")
+    print(f"(c) Breakdown.largest(top 5)    {largest * 1e3:9.3f} ms   {full / largest:8.0f}x faster than (a)")
+    print(f"(d) Timeline.start + finish     {sample_time * 1e6:9.1f} us   (5,000 samples behind it)")
 
 
 if __name__ == "__main__":
