@@ -355,10 +355,12 @@ class Agent:
 
         A turn that failed leaves its request unanswered at the end of the history. The same text
         sent again is that request again (kept once); a different one follows the earlier request,
-        which is marked as unanswered so the model does not take both for the current one.
+        which is marked as unanswered so the model does not take both for the current one (unless
+        it is pinned: a pinned message stays byte-exact).
         """
         last = self._messages[-1] if self._messages else None
-        if last is not None and _unanswered_request(last):
+        # a pinned message is never rewritten (it may also just follow a summary that carried it)
+        if last is not None and _unanswered_request(last) and user_pin_key(last) not in self.pinned:
             if last["content"] == request:
                 return
             marked = {**last, "content": f"{UNANSWERED_MARK}\n{last['content']}"}
@@ -531,11 +533,14 @@ class Agent:
         return changed
 
     def _record_compaction(self, steps: list[CompactionStep], before: Sequence[Message]) -> None:
+        """Remember a compaction for undo; only the newest `undo_depth` are kept, so what left the
+        history is not held forever (the archive keeps every byte of it on disk)."""
         if steps:
             files = tuple(path for step in steps for path in step.files_written)
             self.compactions.append(
                 Compaction(tuple(step.step for step in steps), tuple(before), tuple(self._messages), files)
             )
+            del self.compactions[: max(0, len(self.compactions) - self.settings.undo_depth)]
 
     def _take_steps(self) -> list[CompactionStep]:
         steps, self._steps[:] = list(self._steps), []

@@ -63,6 +63,7 @@ class Settings:
     theme: str = DEFAULT_THEME
     summary_instructions: str = ""  # added to every summary request
     auto_compact: bool = True  # False starts with automatic compaction paused (the TUI toggles it)
+    undo_depth: int = 20  # compactions undo can reverse, newest first (each keeps the history before it)
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
 
     @property
@@ -90,6 +91,7 @@ TOP_LEVEL_HELP: dict[str, str] = {
     "max_tokens": "max_tokens of each model call",
     "summary_instructions": "text added to every summary request",
     "auto_compact": "false starts with automatic compaction paused (reactive compaction still guards the API)",
+    "undo_depth": "how many compactions undo can reverse, newest first (each keeps the history from before it)",
 }
 TOP_LEVEL_FIELDS: tuple[str, ...] = tuple(TOP_LEVEL_HELP)
 COMPACTION_FIELDS: tuple[str, ...] = tuple(item.name for item in fields(CompactionSettings))
@@ -295,6 +297,8 @@ def resolve_config(
             target = compaction if key[0] == "compaction" else top
             target[key[-1]] = value
             sources[key] = label(key)
+    if not isinstance(top["undo_depth"], int) or top["undo_depth"] < 0:
+        raise ConfigError(f"undo_depth must be a whole number, 0 or more ({sources.get(('undo_depth',), 'default')})")
     return ResolvedConfig(path, top, check_compaction(compaction, sources), sources)
 
 

@@ -174,3 +174,36 @@ async def test_the_reactive_step_carries_a_pinned_user_message(tmp_path: Path) -
     assert result[1] == {"role": "user", "content": PINNED}  # carried right after the summary
     assert result[2:] == history[-2:]
     assert pairing_problems(result) == []
+
+
+async def test_undo_keeps_the_newest_compactions_only_and_frees_what_left_the_history(
+    made: list[Agent], tmp_path: Path
+) -> None:
+    for number in range(1, 13):
+        (tmp_path / f"file{number}.txt").write_text(f"file {number} line\n" * 300, encoding="utf-8")
+    settings = Settings(workdir=tmp_path, offline=True, undo_depth=2,
+                        compaction=CompactionSettings(context_char_limit=8_000))
+    agent = Agent.from_settings(settings)
+    made.append(agent)
+    firsts: list[list[Message]] = []
+    for number in range(1, 5):
+        await run(agent, f"read file{number}.txt")
+        firsts.append(list(agent.messages))
+        [event async for event in agent.compact(None)]
+    assert len(agent.compactions) == 2
+    assert await agent.undo_compaction()
+    assert list(agent.messages) == firsts[3]
+    later = list(agent.messages)[len(agent.compactions[0].after):]  # turn 4, after the third compaction
+    assert later[0] == {"role": "user", "content": "read file4.txt"}
+    assert await agent.undo_compaction()
+    assert list(agent.messages) == [*firsts[2], *later]  # the later turn stays after what came back
+    assert not await agent.undo_compaction()  # the two older ones were let go of
+    assert list(agent.messages) == [*firsts[2], *later]
+
+
+def test_undo_depth_is_a_setting_that_refuses_a_negative_value(tmp_path: Path) -> None:
+    from core.config import ConfigError, resolve_config
+
+    assert resolve_config(overrides=["undo_depth=3"], environ={}, path=tmp_path / "none.toml").top["undo_depth"] == 3
+    with pytest.raises(ConfigError, match="undo_depth"):
+        resolve_config(overrides=["undo_depth=-1"], environ={}, path=tmp_path / "none.toml")
