@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from core.archive import Archive
 from core.compaction import CompactionError, Compactor, Summarize, conversation_text
@@ -53,7 +53,15 @@ from core.history import (
     user_pin_key,
 )
 from core.markers import parse_marker
-from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, Retrying, TextChunk
+from core.model.base import (
+    SUMMARY_RETRIES,
+    Model,
+    ModelError,
+    ModelResponse,
+    PromptTooLongError,
+    Retrying,
+    TextChunk,
+)
 from core.session import SessionLog, resume_path
 from core.steering import Compaction, SteeringError, drop_result, find_result, restore_result, undo
 from core.store import History
@@ -63,6 +71,7 @@ from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutp
 from core.usage import ContextSample, Timeline, TokenCount, price_for
 
 Message = dict[str, Any]
+_T = TypeVar("_T")
 
 SYSTEM_PROMPT = """You are a coding agent working in the directory {workdir} through tools: bash, read_file, \
 write_file, edit_file, glob and compact. Work step by step, read before you edit, and keep answers short.
@@ -479,8 +488,12 @@ class Agent:
                     "warning",
                 )
             return
+        done: list[tuple[Splice, ...]] = []
         try:
-            changes = await self.compactor.prepare_changes(self._messages, self.last_request)
+            async for notice in self._retries_while(
+                    self.compactor.prepare_changes(self._messages, self.last_request), done):
+                yield notice
+            changes = done[0]
         except CompactionError as error:
             for step in self._take_steps():
                 yield step
@@ -493,6 +506,34 @@ class Agent:
             yield step
         if changed := self._compacted(steps, self._messages, "prepare", changes):
             yield changed
+
+    @staticmethod
+    async def _retries_while(call: Awaitable[_T], result: list[_T]) -> AsyncGenerator[AgentEvent, None]:
+        """Run a compactor call, yielding a retry notice for every retry inside its summary call as
+        it happens (`core.model.base.report_retry`); its value is appended to `result`, its
+        exception raised after the notices. Closing the generator cancels the call."""
+        queue: asyncio.Queue[Retrying] = asyncio.Queue()
+        token = SUMMARY_RETRIES.set(queue.put_nowait)
+        try:
+            task = asyncio.ensure_future(call)  # the task takes a copy of this context, the sink set
+        finally:
+            SUMMARY_RETRIES.reset(token)
+        try:
+            while not task.done():
+                waiting = asyncio.ensure_future(queue.get())
+                await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+                if waiting.done():
+                    yield Notice(f"retrying: {waiting.result().message}", "retry")
+                else:
+                    waiting.cancel()
+            while not queue.empty():
+                yield Notice(f"retrying: {queue.get_nowait().message}", "retry")
+            result.append(task.result())
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
 
     async def _compaction(
         self, step: StepName, focus: str | None, summary: str | None = None
@@ -507,8 +548,11 @@ class Agent:
         else:
             call = self.compactor.compact_history(self._messages, self.last_request, focus=focus, summary=summary)
             label = "compact"
+        done: list[list[Message]] = []
         try:
-            compacted = await call
+            async for notice in self._retries_while(call, done):
+                yield notice
+            compacted = done[0]
         except CompactionError as error:
             for event in self._take_steps():
                 yield event

@@ -813,3 +813,22 @@ def test_clean_resume_sends_the_first_turn_again(anthropic_env: FakeAnthropicSer
         {"role": "user", "content": "the second question"},
     ]
     assert json.dumps(bodies[1]).count("the first answer") == 1
+
+
+async def test_a_retry_inside_the_summary_call_is_said_before_the_step(
+    build: Build, anthropic_env: FakeAnthropicServer
+) -> None:
+    anthropic_env.script(text_reply("hello back"), overloaded(retry_after_ms=20), text_reply("SUMMARY-9: said hello."))
+    agent = build()
+    assert finished(await run(agent, "hello")).error is None
+    events = [event async for event in agent.compact("the greeting")]
+    kinds = [(type(event).__name__, getattr(event, "kind", None)) for event in events]
+    retries = [index for index, event in enumerate(events) if isinstance(event, Notice) and event.kind == "retry"]
+    steps = [index for index, event in enumerate(events) if isinstance(event, CompactionStep)]
+    assert len(retries) == 1 and steps, kinds
+    assert retries[0] < steps[0]  # said while the call went on, not after the step
+    message = events[retries[0]].message
+    assert "summary" in message and "overloaded" in message
+    assert_one_line(message)
+    assert "SUMMARY-9" in agent.messages[0]["content"]
+    assert len(non_streamed(anthropic_env)) == 2

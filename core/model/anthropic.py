@@ -20,6 +20,7 @@ from core.model.base import (
     PromptTooLongError,
     Retrying,
     TextChunk,
+    report_retry,
 )
 from core.text import one_line
 
@@ -269,6 +270,7 @@ class AnthropicModel:
                 if delay is None or attempt >= self.max_retries:
                     raise mapped from error
                 attempt += 1
+                report_retry(Retrying(f"summary: {self._retry_line(mapped, delay, attempt)}"))
                 await asyncio.sleep(delay)
 
     async def aclose(self) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -54,6 +55,18 @@ class ModelResponse:
 
 
 ModelEvent = TextChunk | Retrying | ModelResponse
+
+SUMMARY_RETRIES: ContextVar[Callable[[Retrying], None] | None] = ContextVar("ctxtui_summary_retries", default=None)
+"""Where a summary call reports a retry: `summarize` returns only its text, so a backend that
+retries inside it calls `report_retry`, and the agent, which set this around the compaction,
+yields each one as a retry notice while the call goes on."""
+
+
+def report_retry(retry: Retrying) -> None:
+    """Hand a retry inside a summary call to whoever is listening (nobody: nothing happens)."""
+    sink = SUMMARY_RETRIES.get()
+    if sink is not None:
+        sink(retry)
 
 
 class ModelError(Exception):
