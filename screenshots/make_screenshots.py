@@ -3,8 +3,10 @@
 Run: .venv/bin/python screenshots/make_screenshots.py
 
 Every picture is the real `CtxApp` on a real offline `Agent` in a fresh workdir with fixed contents
-(`<tmp>/ctxtui-demo`, so the title bar shows the same path every run). Each SVG is written with
-`app.save_screenshot`, each PNG is rendered from that SVG with cairosvg.
+(`<tmp>/ctxtui-demo`, so the title bar shows the same path every run). That path cannot be private,
+so a run holds `<tmp>/ctxtui-demo.lock` (flock) from start to end: two runs at once take turns
+instead of deleting each other's workdir. Each SVG is written with `app.save_screenshot`, each PNG
+is rendered from that SVG with cairosvg.
 
   main.png              the demo in progress, held at a moment the context is over the limit
   gauge-over-limit.png  the demo held right after the pasted incident log pushed it far over
@@ -28,10 +30,12 @@ screenshot is taken, then runs the real prepare. Nothing else is staged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +115,17 @@ def ends_with_results(messages: Sequence[Message]) -> bool:
     return isinstance(content, list) and any(
         isinstance(block, dict) and block.get("type") == "tool_result" for block in content
     )
+
+
+@contextlib.contextmanager
+def workdir_lock() -> Iterator[None]:
+    """Hold the lock on the shared workdir for the whole run (blocks while another run holds it)."""
+    with open(WORKDIR.with_name(WORKDIR.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 async def fresh_workdir() -> Path:
@@ -354,4 +369,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with workdir_lock():
+        asyncio.run(main())

@@ -801,6 +801,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         request = self._record()
         exchange = Exchange(self, request, fake._stopping)
         path = self.path.split("?", 1)[0]
+        outcome = "complete"
         try:
             if path == "/v1/messages":
                 fake._next_response(exchange.body).respond(exchange)
@@ -811,14 +812,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     exchange
                 )
         except _ClientGone:
+            outcome = "stopped" if fake._stopping.is_set() else "client gone"
             self.close_connection = True
         except Exception as exc:  # a bug in a scripted callable or response: make it visible to the test
+            outcome = "error"
             fake._record_error(exc)
             self.close_connection = True
             try:
                 server_error(f"fakeapi: {type(exc).__name__}: {exc}", should_retry=False).respond(exchange)
             except Exception:
                 exchange.abort()
+        fake._record_outcome(outcome)
 
     def do_GET(self) -> None:
         request = self._record()
@@ -878,6 +882,7 @@ class FakeAnthropicServer:
         """Model ids ``GET /v1/models/{id}`` knows, with their max_input_tokens (others are 404)."""
         self._requests: list[RecordedRequest] = []
         self._errors: list[BaseException] = []
+        self._outcomes: list[str] = []
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -974,6 +979,23 @@ class FakeAnthropicServer:
             if not self._changed.wait_for(lambda: len(self._requests) >= count, timeout):
                 raise TimeoutError(f"fakeapi got {len(self._requests)} requests, expected {count}")
             return list(self._requests)
+
+    def _record_outcome(self, outcome: str) -> None:
+        with self._changed:
+            self._outcomes.append(outcome)
+            self._changed.notify_all()
+
+    def wait_for_outcomes(self, count: int, timeout: float = 5.0) -> list[str]:
+        """Block until at least ``count`` POST responses have ended; how each ended, in that order.
+
+        "complete" (the scripted response ran to its end, including one that drops the connection
+        on purpose), "client gone" (the client hung up before it was all written: a cancelled
+        stream), "stopped" (``stop()`` cut it short) or "error" (building it raised). Raises TimeoutError if they have not ended within ``timeout`` seconds.
+        """
+        with self._changed:
+            if not self._changed.wait_for(lambda: len(self._outcomes) >= count, timeout):
+                raise TimeoutError(f"fakeapi ended {len(self._outcomes)} responses, expected {count}")
+            return list(self._outcomes)
 
     def _record_error(self, exc: BaseException) -> None:
         with self._lock:

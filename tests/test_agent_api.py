@@ -373,28 +373,26 @@ async def test_prompt_too_long_twice_gives_one_error_and_a_valid_history(
 
 
 @pytest.mark.parametrize(
-    ("first", "kind_word"),
+    ("first", "kind_word", "wait"),
     [
-        pytest.param(rate_limited(retry_after_ms=20), "rate limited", id="429"),
-        pytest.param(overloaded(retry_after_ms=20), "overloaded", id="529"),
-        pytest.param(server_error(), "server error", id="500"),
+        pytest.param(rate_limited(retry_after_ms=20), "rate limited", "in 0.0s", id="429"),
+        pytest.param(overloaded(retry_after_ms=20), "overloaded", "in 0.0s", id="529"),
+        pytest.param(server_error(), "server error", "in 0.2s", id="500"),  # the backoff, capped
     ],
 )
 async def test_retryable_error_then_success(
-    build: Build, anthropic_env: FakeAnthropicServer, first: Any, kind_word: str
+    build: Build, anthropic_env: FakeAnthropicServer, first: Any, kind_word: str, wait: str
 ) -> None:
     anthropic_env.script(first, text_reply("fine after one retry"))
     agent = build()
-    started = time.monotonic()
     events = await run(agent, "hello")
-    elapsed = time.monotonic() - started
     end = finished(events)
     assert end.error is None and end.text == "fine after one retry"
     assert not of(events, ErrorEvent)
     assert len(anthropic_env.message_requests()) == 2
     notices = [n.message for n in of(events, Notice)]
     assert any("retry" in n and kind_word in n for n in notices), notices
-    assert elapsed < 5
+    assert any(n.endswith(f"retry 1/2 {wait}") for n in notices), notices  # retry-after-ms, else the capped backoff
     assert [m["role"] for m in agent.messages] == ["user", "assistant"]
     assert_history_valid(agent)
 
@@ -405,14 +403,11 @@ async def test_retry_after_an_hour_is_capped(build: Build, anthropic_env: FakeAn
         text_reply("served after a short wait"),
     )
     agent = build(retry_after_cap=0.2)
-    started = time.monotonic()
     events = await run(agent, "hello")
-    elapsed = time.monotonic() - started
-    assert elapsed < 5
     assert finished(events).text == "served after a short wait"
     assert len(anthropic_env.message_requests()) == 2
     notices = [n.message for n in of(events, Notice)]
-    assert any("0.2s" in n for n in notices), notices
+    assert any(n.endswith("retry 1/2 in 0.2s") for n in notices), notices  # the wait chosen: the cap, not 3600 s
 
 
 async def test_persistent_500_gives_up_after_max_retries(
@@ -518,13 +513,12 @@ async def test_a_tool_call_from_a_cut_stream_never_runs(
 async def test_hanging_server_times_out_quickly(build: Build, anthropic_env: FakeAnthropicServer) -> None:
     anthropic_env.script(hang(30))
     agent = build(request_timeout=0.5, max_retries=0)
-    started = time.monotonic()
     events = await run(agent, "hello")
-    elapsed = time.monotonic() - started
     errors = of(events, ErrorEvent)
+    # a timeout, not the connection drop the hang ends with after 30 s: the 0.5 s limit was applied
     assert len(errors) == 1 and errors[0].kind == "timeout"
+    assert "within 0.5s" in errors[0].message
     assert_one_line(errors[0].message)
-    assert elapsed < 3
     assert finished(events).error
     assert agent.messages == [{"role": "user", "content": "hello"}]
 
@@ -536,13 +530,13 @@ async def test_read_timeout_mid_stream_is_one_timeout_error(build: Build, anthro
     """
     anthropic_env.script(text_reply("one two three four five six", chunks=6, delay=1.5))
     agent = build(request_timeout=0.5, max_retries=0)
-    started = time.monotonic()
     events = await run(agent, "hello")
     errors = of(events, ErrorEvent)
+    # a timeout, not the whole reply (the stream would have sent it all, 1.5 s an event)
     assert len(errors) == 1 and errors[0].kind == "timeout", errors
     assert_one_line(errors[0].message)
-    assert "read timeout" in errors[0].message
-    assert time.monotonic() - started < 5
+    assert "stopped sending for 0.5s (read timeout)" in errors[0].message
+    assert not of(events, TextDelta)
     assert agent.messages == [{"role": "user", "content": "hello"}]
 
 
@@ -639,9 +633,9 @@ async def test_cancel_mid_stream_keeps_no_half_written_message(
 ) -> None:
     anthropic_env.script(text_reply("word " * 200, chunks=100, delay=0.03))
     agent = build()
-    started = time.monotonic()
     events = await _consume_until(agent, "tell me a long story", TextDelta)
-    assert time.monotonic() - started < 2.5  # cancelled long before the 3 s stream ends
+    # the cancel hung up on the server mid-stream (it did not read the 3 s stream to its end)
+    assert await asyncio.to_thread(anthropic_env.wait_for_outcomes, 1) == ["client gone"]
     assert not of(events, AssistantMessage) and not of(events, TurnFinished)
     assert agent.messages == [{"role": "user", "content": "tell me a long story"}]
     assert_history_valid(agent)
@@ -653,10 +647,8 @@ async def test_cancel_mid_tool_answers_the_tool_use_with_interrupted(
 ) -> None:
     anthropic_env.script(tool_reply([("toolu_sleep", "bash", {"command": "sleep 10; touch finished.txt"})]))
     agent = build(permission=allow)
-    started = time.monotonic()
     await _consume_until(agent, "wait a while", ToolCallStarted)
     await asyncio.sleep(0.3)  # the command had time to start
-    assert time.monotonic() - started < 5
     messages = agent.messages
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     result = results_of(messages[-1])["toolu_sleep"]

@@ -70,7 +70,6 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str, tmux: T
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 @pytest.mark.timeout(60)
 def test_demo_in_a_real_terminal_fires_compaction_and_quits() -> None:
-    started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="ctxtui-e2e-"))  # short path: tmux sockets live here too
     workdir = root / "demo"
     ctxtui = Path(sys.executable).parent / "ctxtui"
@@ -98,7 +97,6 @@ def test_demo_in_a_real_terminal_fires_compaction_and_quits() -> None:
 
         assert list((workdir / ".task_outputs" / "tool-results").glob("*.txt")), "no persisted tool result"
         assert list(transcripts.glob("*.jsonl")), "no transcript"
-        assert time.monotonic() - started < 60
     finally:
         tmux.kill_server()
         shutil.rmtree(root, ignore_errors=True)

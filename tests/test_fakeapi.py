@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import urllib.request
 from collections.abc import AsyncIterator
 from typing import Any
@@ -13,6 +12,7 @@ import anthropic
 import httpx2
 import pytest
 from fakeapi import (
+    Exchange,
     FakeAnthropicServer,
     RecordedRequest,
     Response,
@@ -239,12 +239,19 @@ async def test_callable_script_sees_request_body(fake_api: FakeAnthropicServer) 
     assert final.content[0].text == f"you said hi to {MODEL}"  # type: ignore[union-attr]
 
 
-async def test_delay_spreads_events_over_time(fake_api: FakeAnthropicServer) -> None:
+async def test_delay_spreads_events_over_time(fake_api: FakeAnthropicServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    waits: list[float] = []  # every wait the server made while answering
+    sleep = Exchange.sleep
+
+    def spy(exchange: Exchange, seconds: float) -> None:
+        waits.append(seconds)
+        sleep(exchange, seconds)
+
+    monkeypatch.setattr(Exchange, "sleep", spy)
     fake_api.script(text_reply("x" * 20, chunks=10, delay=0.01))
-    started = time.monotonic()
     deltas, _ = await stream_text(make_client(fake_api))
     assert len(deltas) == 10
-    assert time.monotonic() - started >= 0.1  # 14 gaps of 10 ms
+    assert waits == [0.01] * 15  # a wait between each two of the 16 events (2 starts, ping, 10 deltas, 3 ends)
 
 
 # --------------------------------------------------------------------------- recording
@@ -339,13 +346,20 @@ def test_overloaded_error_is_an_internal_server_error() -> None:
     assert issubclass(anthropic.OverloadedError, anthropic.InternalServerError)
 
 
-async def test_sdk_retries_rate_limit_then_succeeds(fake_api: FakeAnthropicServer) -> None:
+async def test_sdk_retries_rate_limit_then_succeeds(fake_api: FakeAnthropicServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    waits: list[float] = []  # the SDK's chosen wait before each retry
+    calculate = anthropic._base_client.BaseClient._calculate_retry_timeout
+
+    def spy(client: Any, *args: Any, **kwargs: Any) -> float:
+        waits.append(calculate(client, *args, **kwargs))
+        return waits[-1]
+
+    monkeypatch.setattr(anthropic._base_client.BaseClient, "_calculate_retry_timeout", spy)
     fake_api.script(rate_limited(retry_after_ms=10), text_reply("after retry"))
-    started = time.monotonic()
     _, final = await stream_text(make_client(fake_api, max_retries=2))
     assert final.content[0].text == "after retry"  # type: ignore[union-attr]
     assert len(fake_api.requests) == 2
-    assert time.monotonic() - started < 2  # retry-after-ms was honoured, not the SDK's backoff
+    assert waits == [0.01]  # retry-after-ms was honoured, not the SDK's backoff (0.375 s or more)
 
 
 async def test_sdk_retries_overloaded_then_succeeds(fake_api: FakeAnthropicServer) -> None:
@@ -417,10 +431,10 @@ async def test_error_event_mid_stream(fake_api: FakeAnthropicServer) -> None:
 async def test_hang_times_out(fake_api: FakeAnthropicServer) -> None:
     fake_api.script(hang(10))
     client = make_client(fake_api, timeout=0.5)
-    started = time.monotonic()
+    # a timeout, not the connection error the hang ends with after 10 s
     with pytest.raises(anthropic.APITimeoutError):
         await stream_text(client)
-    assert time.monotonic() - started < 3
+    assert len(fake_api.requests) == 1
 
 
 async def test_stalled_stream_raises_raw_read_timeout(fake_api: FakeAnthropicServer) -> None:
@@ -434,11 +448,20 @@ async def test_stop_releases_hanging_handler() -> None:
     server.script(hang(60))
     pending = asyncio.create_task(create(make_client(server)))
     await asyncio.to_thread(server.wait_for_requests, 1)
-    started = time.monotonic()
     await asyncio.to_thread(server.stop)
-    assert time.monotonic() - started < 1
     with pytest.raises(anthropic.APIConnectionError):
         await asyncio.wait_for(pending, timeout=2)
+    assert await asyncio.to_thread(server.wait_for_outcomes, 1) == ["stopped"]  # released by stop, not after 60 s
+
+
+async def test_outcomes_tell_a_finished_response_from_a_client_that_hung_up(fake_api: FakeAnthropicServer) -> None:
+    fake_api.script(text_reply("read to the end"), text_reply("word " * 100, chunks=100, delay=0.01))
+    client = make_client(fake_api)
+    await stream_text(client)
+    async with client.messages.stream(model=MODEL, max_tokens=64, messages=MESSAGES) as stream:
+        async for _ in stream.text_stream:
+            break  # leave after the first piece of text: the stream is closed mid-way
+    assert await asyncio.to_thread(fake_api.wait_for_outcomes, 2) == ["complete", "client gone"]
 
 
 async def test_broken_callable_reports_500(fake_api: FakeAnthropicServer) -> None:

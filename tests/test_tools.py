@@ -434,12 +434,9 @@ async def test_bash_reads_no_stdin_and_replaces_invalid_utf8(ws: Path) -> None:
 
 async def test_bash_timeout_kills_the_process_group_and_keeps_partial_output(ws: Path) -> None:
     tools = make_tools(ws)
-    started = time.monotonic()
     result = await tools.run(
         "bash", {"command": "echo $$ > shell.pid; echo started; sleep 30; echo never", "timeout": 1}
     )
-    elapsed = time.monotonic() - started
-    assert elapsed < 5
     assert result.is_error
     assert result.content.startswith("started\n")
     assert "timed out after 1s" in result.content and "never" not in result.content
@@ -448,10 +445,8 @@ async def test_bash_timeout_kills_the_process_group_and_keeps_partial_output(ws:
 
 
 async def test_bash_default_timeout_comes_from_the_toolbox(ws: Path) -> None:
-    started = time.monotonic()
-    result = await make_tools(ws, bash_timeout=0.5).run("bash", {"command": "sleep 30"})
-    assert time.monotonic() - started < 5
-    assert result.is_error and "timed out after 0.5s" in result.content
+    result = await make_tools(ws, bash_timeout=0.5).run("bash", {"command": "sleep 30; echo never"})
+    assert result.is_error and "timed out after 0.5s" in result.content and "never" not in result.content
 
 
 async def test_cancelling_bash_kills_the_whole_process_group(ws: Path) -> None:
@@ -473,12 +468,14 @@ async def test_cancelling_bash_kills_the_whole_process_group(ws: Path) -> None:
 
 async def test_background_process_holding_the_output_does_not_hang_bash(ws: Path) -> None:
     tools = make_tools(ws)
-    started = time.monotonic()
-    result = await tools.run("bash", {"command": "echo $$ > shell.pid; sleep 30 & echo launched"})
-    assert time.monotonic() - started < 4
+    result = await tools.run(
+        "bash", {"command": "echo $$ > shell.pid; (sleep 30; echo done > finished.txt) & echo launched"}
+    )
+    assert not (ws / "finished.txt").exists()  # the answer came back while the background job still ran
     assert result.content.startswith("launched\n") and "[exit code 0]" in result.content
     pgid = await wait_for_pid_file(ws / "shell.pid")
     assert await wait_until(lambda: not live_group_members(pgid))
+    assert not (ws / "finished.txt").exists()  # and that job was ended with the shell's process group
 
 
 async def test_bash_output_cap_keeps_head_and_tail(ws: Path) -> None:

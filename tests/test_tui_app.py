@@ -5,7 +5,6 @@ Every test drives the real CtxApp with the real offline agent (no network, no AP
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -123,13 +122,12 @@ async def test_escape_during_bash_answers_the_tool_use(tmp_path: Path) -> None:
     agent = make_agent(tmp_path, allow_all=True)
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
-        await type_and_send(pilot, "$ sleep 5")
+        await type_and_send(pilot, "$ sleep 5; touch finished.txt")
         await wait_for(pilot, lambda: bool(app.chat.tools))
         await pilot.pause(0.2)
-        started = asyncio.get_running_loop().time()
         await pilot.press("escape")
         await settled(pilot, app, 1)
-        assert asyncio.get_running_loop().time() - started < 3
+        assert not (tmp_path / "finished.txt").exists()  # the command was stopped, not waited for
         assert pairing_problems(agent.messages) == []
         last = agent.messages[-1]
         assert last["role"] == "user" and last["content"][0]["content"] == INTERRUPTED
