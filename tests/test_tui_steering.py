@@ -224,3 +224,34 @@ async def test_restore_from_the_archive_list(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: results(agent)[tool_use_id] == text)
         assert not isinstance(app.screen, ArchiveListScreen)
     await agent.aclose()
+
+
+async def test_a_user_message_is_pinned_from_the_tree_and_stays_after_a_compact(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path)
+    app = CtxApp(agent)
+    rule = "Keep the public names exactly as they are."
+    async with app.run_test(size=(160, 48)) as pilot:
+        await send(pilot, app, rule, 1)
+        await send(pilot, app, "read f1.txt", 1)
+
+        def rule_node() -> TreeNode[NodeInfo]:
+            return next(node for message, node in app.message_tree.entries if message.get("content") == rule)
+
+        await pilot.press("ctrl+t")
+        app.message_tree.move_cursor(rule_node())
+        await pilot.pause()
+        await pilot.press("p")
+        await wait_for(pilot, lambda: len(agent.pinned) == 1 and "📌" in str(rule_node().label))
+        (key,) = agent.pinned
+        assert key.startswith("user:")
+        await app.main.run_action("compact_now")
+        await settled(pilot, app, 2)
+        assert [m["content"] for m in agent.messages[1:]] == [rule]  # carried after the summary, byte-exact
+        await settled(pilot, app)
+        assert "📌" in str(rule_node().label)
+        app.message_tree.focus()
+        app.message_tree.move_cursor(rule_node())
+        await pilot.pause()
+        await pilot.press("p")
+        await wait_for(pilot, lambda: not agent.pinned and "📌" not in str(rule_node().label))
+    await agent.aclose()

@@ -83,8 +83,16 @@ class SteeringActions(MainScreenBase):
                         severity="warning", markup=False)
         return tool_use_id
 
+    def _selected_pin_key(self, given: str | None) -> str | None:
+        """What pin/unpin acts on: the given id or key, else the selected result or user message."""
+        key = given or self.message_tree.selected_pin_key()
+        if key is None:
+            self.notify("Select a tool result or one of your messages in the tree first (ctrl+t), "
+                        "or give its id: /pin toolu_… or /pin user:…", severity="warning", markup=False)
+        return key
+
     async def action_toggle_pin(self, tool_use_id: str | None = None) -> None:
-        chosen = self._selected_id(tool_use_id)
+        chosen = self._selected_pin_key(tool_use_id)
         if chosen is None:
             return
         agent = self.agent
@@ -95,7 +103,7 @@ class SteeringActions(MainScreenBase):
         await self._steer(pin, "")
 
     async def action_unpin(self, tool_use_id: str | None = None) -> None:
-        chosen = self._selected_id(tool_use_id)
+        chosen = self._selected_pin_key(tool_use_id)
         if chosen is not None:
             await self._steer(lambda: self.agent.unpin(chosen), "")
 

@@ -350,6 +350,8 @@ class MessageTree(Tree[NodeInfo]):
                 )
                 if marker is not None:
                     info.body.append(" · unverified marker", style=self._style("muted"))
+                elif self._user_pinned(message):
+                    info.body.append(" · 📌 pinned", style=self._style("pinned"))
             return info
 
         info = NodeInfo("message", index, message)
