@@ -47,8 +47,8 @@ class InspectorViews(MainScreenBase):
         return self.query_one("#timeline", TimelineView)
 
     def _mount_views(self) -> None:
-        self.breakdown_view.border_title = "Breakdown · f2 timeline · /tree /timeline"
-        self.timeline_view.border_title = "Timeline · f2 tree · /tree /breakdown"
+        self.breakdown_view.border_title = "Breakdown · f2 → timeline"
+        self.timeline_view.border_title = "Timeline · f2 → tree"
         self.timeline_view.set_samples(self.agent.timeline)
         if self.agent.timeline:
             self.gauge.sampled(self.agent.timeline[-1], session_cost(self.agent.timeline))
