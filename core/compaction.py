@@ -23,14 +23,16 @@ import json
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
-from core.archive import TRANSCRIPTS_DIR, Archive, ArchiveError
+from core.archive import TRANSCRIPTS_DIR, Archive, ArchiveError, StagedTranscript
 from core.events import CompactionStep, StepName
 from core.history import (
     Splice,
     has_tool_use,
     is_tool_result,
+    list_chars,
     message_chars,
     result_text,
     splice_between,
@@ -135,6 +137,9 @@ class _Replacement:
 _TRANSCRIPT_PATH_ESTIMATE = f"{TRANSCRIPTS_DIR}/transcript_00000000-000000-{os.getpid()}-0000-00000000.jsonl"
 
 
+_SEPARATOR = 2  # ", " between the messages of a list, as json.dumps writes it
+
+
 @dataclass(frozen=True)
 class _SnipPlan:
     """Where a snip cuts and what its marker counts (earlier snips' messages included)."""
@@ -155,6 +160,26 @@ class _SnipPlan:
         request = [{"role": "user", "content": active_request}] if self.request_readded and active_request else []
         kept = [messages[index] for index in self.kept]
         return [*messages[: self.head_end], marker, *kept, *request, *messages[self.tail_start :]]
+
+    def chars(self, sizes: Sequence[int], result: Sequence[Message]) -> int:
+        """`estimate_chars(result)` from the input's message sizes: only the new middle is measured."""
+        tail = len(sizes) - self.tail_start
+        middle = result[self.head_end : len(result) - tail]
+        kept = chain(sizes[: self.head_end], map(message_chars, middle), sizes[self.tail_start :])
+        return list_chars(kept, len(result))
+
+    def outweighs(self, messages: Sequence[Message], result: Sequence[Message]) -> bool:
+        """`estimate_chars(result) > estimate_chars(messages)`, measuring only as much of the cut middle
+        as it takes to outweigh the new one (usually one message)."""
+        tail = len(messages) - self.tail_start
+        middle = result[self.head_end : len(result) - tail]
+        room = sum(map(message_chars, middle)) + _SEPARATOR * (len(result) - len(messages))
+        cut = 0
+        for message in messages[self.head_end : self.tail_start]:
+            cut += message_chars(message)
+            if cut >= room:
+                return False
+        return True
 
     def splices(self, messages: Sequence[Message], result: Sequence[Message]) -> tuple[Splice, ...]:
         """The change from `messages` to `result` (made by `self.result`): the middle, replaced."""
@@ -329,17 +354,24 @@ class Compactor:
         plan = self._plan_snip(messages, active_request)
         if plan is None:
             return _unchanged(messages)
-        before = self.estimate_chars(messages)
         estimate = plan.result(messages, _TRANSCRIPT_PATH_ESTIMATE, active_request)
-        projected = self.estimate_chars(self._sized(messages, estimate, plan.splices(messages, estimate)))
-        if projected > before:
-            await self._not_applied("snip_compact", before, projected,
+        if plan.outweighs(messages, estimate):
+            measured = self._sizer.sizes(messages)
+            await self._not_applied("snip_compact", list_chars(measured, len(measured)), plan.chars(measured, estimate),
                                     f"the marker would be larger than the {plan.archived_now} messages it replaces")
             return _unchanged(messages)
-        transcript = await self._write_transcript(messages)
+        # One pass writes the transcript (complete, not yet under its name) and measures every message.
+        staged = await self._stage_transcript(messages)
+        try:
+            sizes: Sequence[int] = staged.sizes if staged is not None else self._sizer.sizes(messages)
+            transcript = await self._commit_transcript(staged)
+        finally:
+            await self._discard(staged)  # the temporary file (a committed transcript has its name)
+        before = list_chars(sizes, len(sizes))
         result = plan.result(messages, transcript, active_request)
         changes = plan.splices(messages, result)
-        after = self.estimate_chars(self._sized(messages, result, changes))
+        after = plan.chars(sizes, result)
+        self._sized(messages, result, changes, after)
         if after > before:
             await self._not_applied("snip_compact", before, after,
                                     f"the marker would be larger than the {plan.archived_now} messages it replaces")
@@ -744,6 +776,28 @@ class Compactor:
         for item, path in zip(pending, paths, strict=True):
             item.path = path
         return paths
+
+    async def _stage_transcript(self, messages: Sequence[Message]) -> StagedTranscript | None:
+        """The whole list written to a temporary file, with its sizes (None in a dry run: nothing written)."""
+        if self._dry_steps is not None:
+            return None
+        try:
+            return await self.archive.stage_transcript(messages)
+        except ArchiveError as error:
+            raise CompactionError(f"compaction stopped, nothing replaced: {error}") from error
+
+    async def _commit_transcript(self, staged: StagedTranscript | None) -> str:
+        """The staged transcript under its archive name (complete on disk before anything is replaced)."""
+        if staged is None:
+            return _TRANSCRIPT_PATH_ESTIMATE
+        try:
+            return await self.archive.commit_transcript(staged)
+        except ArchiveError as error:
+            raise CompactionError(f"compaction stopped, nothing replaced: {error}") from error
+
+    async def _discard(self, staged: StagedTranscript | None) -> None:
+        if staged is not None:
+            await self.archive.discard_transcript(staged)
 
     async def _write_transcript(self, messages: Sequence[Message]) -> str:
         if self._dry_steps is not None:

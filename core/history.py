@@ -15,6 +15,7 @@ from typing import Any
 
 from core.breakdown import breakdown as breakdown  # the contract lives in core/breakdown.py
 from core.events import Splice
+from core.jsontext import dumps
 
 Message = dict[str, Any]
 Block = dict[str, Any]
@@ -26,7 +27,7 @@ _SEPARATOR = 2  # ", " between items, as json.dumps writes them
 
 def message_chars(message: Any) -> int:
     """Length of one message serialised exactly as `estimate_chars` serialises it inside a list."""
-    return len(json.dumps(message, default=str, ensure_ascii=False))
+    return len(dumps(message))
 
 
 def _content_of(message: Any) -> Any:
