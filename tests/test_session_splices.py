@@ -215,3 +215,25 @@ async def test_a_change_in_a_long_history_adds_only_its_size_to_the_log(tmp_path
     assert 0 < grown < 3 * (len(json.dumps(marker)) + 200)  # three small records, no copy of the history
     assert grown * 100 < estimate_chars(history)
     assert SessionLog.load(log.path) == history
+
+
+def test_a_file_of_the_earlier_format_loads_as_before(tmp_path: Path) -> None:
+    """Files written before splice records existed: messages, whole-history replaces, events, pins."""
+    use = {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a.txt"}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "alpha"}
+    summary = {"role": "user", "content": "[Compacted]\n\nCurrent user request:\nread a.txt\n\n..."}
+    lines = [
+        {"type": "meta", "created": 1_700_000_000.0, "model": "offline", "workdir": str(tmp_path)},
+        {"type": "message", "message": {"role": "user", "content": "read a.txt"}},
+        {"type": "message", "message": {"role": "assistant", "content": [use]}},
+        {"type": "message", "message": {"role": "user", "content": [result]}},
+        {"type": "event", "kind": "CompactionStep", "event": {"step": "compact_history", "chars_before": 9}},
+        {"type": "replace", "reason": "compact_history", "messages": [summary]},
+        {"type": "pins", "ids": ["t1"]},
+        {"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": "done"}]}},
+    ]
+    path = tmp_path / "session_20250101-000000-1-abcdef.jsonl"
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    replay = SessionLog.replay(path)
+    assert replay.messages == [summary, lines[-1]["message"]]
+    assert replay.pins == ["t1"] and replay.skipped == 0 and replay.meta["model"] == "offline"
