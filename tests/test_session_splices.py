@@ -13,15 +13,19 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import os
 import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import core.session as session_module
 from core.agent import Agent
 from core.compaction import CompactionSettings
 from core.config import Settings
@@ -237,3 +241,36 @@ def test_a_file_of_the_earlier_format_loads_as_before(tmp_path: Path) -> None:
     replay = SessionLog.replay(path)
     assert replay.messages == [summary, lines[-1]["message"]]
     assert replay.pins == ["t1"] and replay.skipped == 0 and replay.meta["model"] == "offline"
+
+
+async def test_a_splice_cut_by_a_full_disk_is_truncated_and_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_write = os.write
+    failures = {"left": 2}
+
+    def failing_write(fd: int, data: memoryview) -> int:
+        if failures["left"]:
+            failures["left"] -= 1
+            real_write(fd, bytes(data[: len(data) // 2]))  # half of the splice record reaches the disk
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    history = History({"role": "user", "content": f"m{number} " * 50} for number in range(40))
+    log = SessionLog.create(tmp_path, {"model": "offline"})
+    log.replace(history, "resume")
+    await log.flush()
+    monkeypatch.setattr(session_module, "_write_chunk", failing_write)
+    change = Splice(5, 30, ({"role": "user", "content": "[30 messages archived at .transcripts/t.jsonl]"},))
+    before = list(history)
+    history.apply((change,))
+    log.change((change,), history, "snip_compact")
+    await log.flush()
+    assert log.error is not None and "No space left" in log.error
+    assert SessionLog.load(log.path) == before  # the cut record is skipped: the history as it was before it
+    history.append({"role": "assistant", "content": "after the disk was freed"})
+    log.message(history[-1])
+    await log.close()
+    assert log.error is None
+    assert all(json.loads(line) for line in log.path.read_text(encoding="utf-8").splitlines())
+    assert SessionLog.load(log.path) == history
