@@ -207,65 +207,46 @@ class Archive:
 
     async def write_transcript(self, messages: Sequence[Any]) -> str:
         """Store a whole history as JSONL (one message per line); returns its relative path."""
-        staged = await self.stage_transcript(messages)
-        return await self.commit_transcript(staged)
+        return (await self.save_transcript(messages)).path
 
-    async def stage_transcript(self, messages: Sequence[Any]) -> StagedTranscript:
-        """Write a transcript whole under a temporary name: not an archive file until committed.
+    async def save_transcript(self, messages: Sequence[Any]) -> SavedTranscript:
+        """`write_transcript`, also handing back what writing it measured: each message's JSON length.
 
-        One pass over the messages in a worker thread serialises each message once, writes it,
-        hashes it and measures it: the staged transcript knows each message's JSON length (what
-        `estimate_chars` adds up) and the file's SHA-256 (its name and its manifest line), so
-        nothing is serialised or hashed again. `commit_transcript` puts it in place,
-        `discard_transcript` removes it.
+        One trip to a worker thread: each message is serialised once, and the lines are written,
+        hashed and measured in the same pass, so a caller that needs the history's size (snip's
+        figures) measures nothing again, and the SHA-256 that names the file is the one its
+        manifest line records. The file is whole under a temporary name before it gets its own
+        (a hard link, which never overwrites; a rename where links are not supported); when
+        anything fails, no file is left behind.
         """
         await self._ensure_dir(self.transcripts_dir)
-        temp = self.transcripts_dir / f".transcript.{os.getpid()}.{next(self._counter)}.tmp"
         try:
-            return await asyncio.to_thread(_stage_jsonl, temp, messages)
+            return await asyncio.to_thread(self._save_transcript_sync, messages)
         except OSError as error:
             self._ready_dirs.discard(self.transcripts_dir)
-            with contextlib.suppress(OSError):
-                os.remove(temp)
-            raise ArchiveError(f"cannot write a transcript in {TRANSCRIPTS_DIR}: {error_line(error)}") from error
+            raise ArchiveError(f"cannot archive a transcript in {TRANSCRIPTS_DIR}: {error_line(error)}") from error
 
-    async def commit_transcript(self, staged: StagedTranscript) -> str:
-        """Give a staged transcript its name and record it in the manifest; returns its relative path.
-
-        The name is `transcript_<UTC stamp>-<pid>-<4-digit counter>-<first 8 hex of its SHA-256>.jsonl`.
-        The file is whole before it gets the name (a hard link, which never overwrites; a rename
-        where links are not supported). The temporary file is gone afterwards, committed or not.
-        """
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    def _save_transcript_sync(self, messages: Sequence[Any]) -> SavedTranscript:
+        """Write, name and record a transcript (in a worker thread; raises OSError or ArchiveError)."""
+        temp = self.transcripts_dir / f".transcript.{os.getpid()}.{time.time_ns()}.{next(self._counter)}.tmp"
         try:
+            digest, sizes = _write_jsonl(temp, messages)
+            stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
             for _ in range(100):
-                name = f"transcript_{stamp}-{os.getpid()}-{next(self._counter):04d}-{staged.sha256[:8]}.jsonl"
+                name = f"transcript_{stamp}-{os.getpid()}-{next(self._counter):04d}-{digest[:8]}.jsonl"
                 target = self.transcripts_dir / name
-                try:
-                    placed = await asyncio.to_thread(_place_sync, staged, target)
-                except OSError as error:
-                    self._ready_dirs.discard(self.transcripts_dir)
-                    raise ArchiveError(f"cannot write archive file {self.relative(target)}: "
-                                       f"{error_line(error)}") from error
-                if placed:
-                    await self._record_digest(target, staged.sha256, None)
-                    return self.relative(target)
+                if _place_sync(temp, target, digest):
+                    self._manifest.record([(target, digest, None)])
+                    return SavedTranscript(self.relative(target), digest, sizes)
             raise ArchiveError("cannot archive transcript: no free file name")
         finally:
-            await self.discard_transcript(staged)
-
-    async def discard_transcript(self, staged: StagedTranscript) -> None:
-        """Remove a staged transcript's temporary file (a committed transcript keeps its name)."""
-        with contextlib.suppress(OSError):
-            await aiofiles.os.remove(staged.temp)
+            with contextlib.suppress(OSError):
+                os.remove(temp)
 
     async def _record(self, target: Path, data: bytes, tool_use_id: str | None) -> None:
         """Add a file just stored to its directory's manifest (what makes its markers trusted)."""
-        await self._record_digest(target, hashlib.sha256(data).hexdigest(), tool_use_id)
-
-    async def _record_digest(self, target: Path, digest: str, tool_use_id: str | None) -> None:
         try:
-            await asyncio.to_thread(self._manifest.record, [(target, digest, tool_use_id)])
+            await asyncio.to_thread(self._manifest.record, [(target, hashlib.sha256(data).hexdigest(), tool_use_id)])
         except OSError as error:
             raise ArchiveError(f"cannot write the archive manifest in {self.relative(target.parent)}: "
                                f"{error_line(error)}") from error
@@ -519,42 +500,39 @@ class _Manifest:
 
 
 @dataclass(frozen=True)
-class StagedTranscript:
-    """A transcript written whole under a temporary name, with what writing it measured."""
+class SavedTranscript:
+    """A transcript just archived: its relative path, its SHA-256 and each message's JSON length."""
 
-    temp: Path
-    sha256: str  # hex digest of the file's bytes
-    size: int  # bytes
-    sizes: tuple[int, ...]  # each message's JSON length (its line without the newline, in characters)
-
-
-_STAGE_BATCH = 256  # messages serialised, encoded, hashed and written together
+    path: str
+    sha256: str
+    sizes: tuple[int, ...]  # each line without its newline, in characters: `message_chars` of each message
 
 
-def _stage_jsonl(temp: Path, messages: Sequence[Any]) -> StagedTranscript:
-    """Write `messages` as JSONL to the new file `temp` (0600), hashing and measuring as it goes."""
+_WRITE_BATCH = 256  # messages serialised, encoded, hashed and written together
+
+
+def _write_jsonl(temp: Path, messages: Sequence[Any]) -> tuple[str, tuple[int, ...]]:
+    """Write `messages` as JSONL to the new file `temp` (0600); returns its SHA-256 and the line lengths."""
     digest = hashlib.sha256()
     sizes: list[int] = []
-    written = 0
     with open(temp, "xb", opener=private_opener) as handle:
-        for start in range(0, len(messages), _STAGE_BATCH):
-            lines = [dumps(message) for message in messages[start : start + _STAGE_BATCH]]
+        for start in range(0, len(messages), _WRITE_BATCH):
+            lines = [dumps(message) for message in messages[start : start + _WRITE_BATCH]]
             sizes += map(len, lines)
             lines.append("")
             data = "\n".join(lines).encode("utf-8", "surrogatepass")
             digest.update(data)
             handle.write(data)
-            written += len(data)
-    return StagedTranscript(temp, digest.hexdigest(), written, tuple(sizes))
+    return digest.hexdigest(), tuple(sizes)
 
 
-def _place_sync(staged: StagedTranscript, target: Path) -> bool:
-    """Put the staged file at `target` unless the name is taken; True when `target` now holds it.
+def _place_sync(temp: Path, target: Path, digest: str) -> bool:
+    """Give the file `temp` the name `target` unless it is taken; True when `target` now holds it.
 
     A name already taken counts as placed only when that file has the same bytes (its SHA-256).
     """
     try:
-        os.link(staged.temp, target)
+        os.link(temp, target)
         return True
     except FileExistsError:
         pass
@@ -562,7 +540,7 @@ def _place_sync(staged: StagedTranscript, target: Path) -> bool:
         if error.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
             raise
         if not target.exists():
-            os.replace(staged.temp, target)  # filesystems without hard links
+            os.replace(temp, target)  # filesystems without hard links
             return True
     with open(target, "rb") as existing:
-        return hashlib.file_digest(existing, "sha256").hexdigest() == staged.sha256
+        return hashlib.file_digest(existing, "sha256").hexdigest() == digest

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-from core.archive import TRANSCRIPTS_DIR, Archive, ArchiveError, StagedTranscript
+from core.archive import TRANSCRIPTS_DIR, Archive, ArchiveError, SavedTranscript
 from core.events import CompactionStep, StepName
 from core.history import (
     Splice,
@@ -360,13 +360,10 @@ class Compactor:
             await self._not_applied("snip_compact", list_chars(measured, len(measured)), plan.chars(measured, estimate),
                                     f"the marker would be larger than the {plan.archived_now} messages it replaces")
             return _unchanged(messages)
-        # One pass writes the transcript (complete, not yet under its name) and measures every message.
-        staged = await self._stage_transcript(messages)
-        try:
-            sizes: Sequence[int] = staged.sizes if staged is not None else self._sizer.sizes(messages)
-            transcript = await self._commit_transcript(staged)
-        finally:
-            await self._discard(staged)  # the temporary file (a committed transcript has its name)
+        # One pass writes the transcript (complete before anything is replaced) and measures every message.
+        saved = await self._save_transcript(messages)
+        sizes = saved.sizes if saved is not None else tuple(self._sizer.sizes(messages))
+        transcript = saved.path if saved is not None else _TRANSCRIPT_PATH_ESTIMATE
         before = list_chars(sizes, len(sizes))
         result = plan.result(messages, transcript, active_request)
         changes = plan.splices(messages, result)
@@ -777,27 +774,14 @@ class Compactor:
             item.path = path
         return paths
 
-    async def _stage_transcript(self, messages: Sequence[Message]) -> StagedTranscript | None:
-        """The whole list written to a temporary file, with its sizes (None in a dry run: nothing written)."""
+    async def _save_transcript(self, messages: Sequence[Message]) -> SavedTranscript | None:
+        """The whole list archived, with each message's size (None in a dry run: nothing is written)."""
         if self._dry_steps is not None:
             return None
         try:
-            return await self.archive.stage_transcript(messages)
+            return await self.archive.save_transcript(messages)
         except ArchiveError as error:
             raise CompactionError(f"compaction stopped, nothing replaced: {error}") from error
-
-    async def _commit_transcript(self, staged: StagedTranscript | None) -> str:
-        """The staged transcript under its archive name (complete on disk before anything is replaced)."""
-        if staged is None:
-            return _TRANSCRIPT_PATH_ESTIMATE
-        try:
-            return await self.archive.commit_transcript(staged)
-        except ArchiveError as error:
-            raise CompactionError(f"compaction stopped, nothing replaced: {error}") from error
-
-    async def _discard(self, staged: StagedTranscript | None) -> None:
-        if staged is not None:
-            await self.archive.discard_transcript(staged)
 
     async def _write_transcript(self, messages: Sequence[Message]) -> str:
         if self._dry_steps is not None:

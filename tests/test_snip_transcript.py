@@ -2,14 +2,15 @@
 
 - `core.jsontext.dumps` is `json.dumps(value, default=str, ensure_ascii=False)` for any value (and
   from several threads at once, and after a failed call);
-- a staged transcript is the JSONL of the list, its sizes are `message_chars` of each message, its
+- a saved transcript is the JSONL of the list, its sizes are `message_chars` of each message, its
   name carries the first 8 hex of the SHA-256 the manifest records, and no temporary file is left;
-- a snip whose transcript cannot be put in place replaces nothing and leaves no file behind; its
-  figures are `estimate_chars` of the lists before and after.
+- a transcript that cannot be given its name leaves no file, and a snip then replaces nothing; the
+  snip's figures are `estimate_chars` of the lists before and after.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
@@ -24,7 +25,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.archive import Archive, ArchiveError, StagedTranscript
+import core.archive as archive_module
+from core.archive import Archive, ArchiveError
 from core.compaction import CompactionError, CompactionSettings, Compactor
 from core.events import CompactionStep
 from core.history import estimate_chars, message_chars
@@ -114,29 +116,38 @@ def leftovers(workdir: Path) -> list[str]:
     return sorted(entry.name for entry in folder.iterdir() if entry.name.endswith(".tmp")) if folder.is_dir() else []
 
 
-async def test_a_staged_transcript_is_the_jsonl_its_sizes_and_its_digest(tmp_path: Path) -> None:
+async def test_a_saved_transcript_is_the_jsonl_its_sizes_and_its_digest(tmp_path: Path) -> None:
     messages = [*conversation(400), {"role": "user", "content": "lone \ud800 surrogate"}]  # several batches
     archive = Archive(tmp_path)
-    staged = await archive.stage_transcript(messages)
-    assert staged.sizes == tuple(message_chars(message) for message in messages)
-    path = await archive.commit_transcript(staged)
-    data = (tmp_path / path).read_bytes()
+    saved = await archive.save_transcript(messages)
+    assert saved.sizes == tuple(message_chars(message) for message in messages)
+    data = (tmp_path / saved.path).read_bytes()
     assert data == "".join(reference(message) + "\n" for message in messages).encode("utf-8", "surrogatepass")
     digest = hashlib.sha256(data).hexdigest()
-    assert staged.sha256 == digest and staged.size == len(data)
-    assert re.fullmatch(rf"\.transcripts/transcript_\d{{8}}-\d{{6}}-{os.getpid()}-\d{{4}}-{digest[:8]}\.jsonl", path)
-    assert stat.S_IMODE((tmp_path / path).stat().st_mode) == 0o600
-    assert archive.is_own(path)
-    assert Archive(tmp_path).is_own(path)  # the manifest holds the digest: a resumed session trusts it too
+    assert saved.sha256 == digest
+    pattern = rf"\.transcripts/transcript_\d{{8}}-\d{{6}}-{os.getpid()}-\d{{4}}-{digest[:8]}\.jsonl"
+    assert re.fullmatch(pattern, saved.path)
+    assert stat.S_IMODE((tmp_path / saved.path).stat().st_mode) == 0o600
+    assert archive.is_own(saved.path)
+    assert Archive(tmp_path).is_own(saved.path)  # the manifest holds the digest: a resumed session trusts it too
     assert leftovers(tmp_path) == []
-    assert (await Archive(tmp_path).read_transcript(path))[:-1] == messages[:-1]
+    assert (await Archive(tmp_path).read_transcript(saved.path))[:-1] == messages[:-1]
 
 
-async def test_a_discarded_transcript_leaves_nothing(tmp_path: Path) -> None:
+def refuse_links(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk refuses to give a written file its name (an I/O error, not a missing feature)."""
+
+    def link(source: Any, target: Any) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(archive_module.os, "link", link)
+
+
+async def test_a_transcript_that_cannot_be_named_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     archive = Archive(tmp_path)
-    staged = await archive.stage_transcript(conversation(3))
-    assert staged.temp.exists()
-    await archive.discard_transcript(staged)
+    refuse_links(monkeypatch)
+    with pytest.raises(ArchiveError, match="Input/output error"):
+        await archive.write_transcript(conversation(3))
     assert leftovers(tmp_path) == [] and archive.list_files() == []
 
 
@@ -149,17 +160,13 @@ async def test_write_transcript_names_equal_histories_apart_and_keeps_both(tmp_p
     assert archive.is_own(first) and archive.is_own(second)
 
 
-class FailingCommit(Archive):
-    """An archive whose transcripts can be written but never put under their name."""
-
-    async def commit_transcript(self, staged: StagedTranscript) -> str:
-        raise ArchiveError("cannot write archive file: no space left on device")
-
-
-async def test_a_snip_whose_transcript_cannot_be_placed_replaces_nothing(tmp_path: Path) -> None:
+async def test_a_snip_whose_transcript_cannot_be_placed_replaces_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     messages = conversation(40)
     snapshot = json.dumps(messages)
-    compactor = Compactor(FailingCommit(tmp_path), settings=CompactionSettings())
+    compactor = Compactor(Archive(tmp_path), settings=CompactionSettings())
+    refuse_links(monkeypatch)
     with pytest.raises(CompactionError, match="nothing replaced"):
         await compactor.prepare(messages, "read them all")
     assert json.dumps(messages) == snapshot
