@@ -519,8 +519,9 @@ def _write_jsonl(temp: Path, messages: Sequence[Any]) -> tuple[str, tuple[int, .
         for start in range(0, len(messages), _WRITE_BATCH):
             lines = [dumps(message) for message in messages[start : start + _WRITE_BATCH]]
             sizes += map(len, lines)
-            lines.append("")
-            data = "\n".join(lines).encode("utf-8", "surrogatepass")
+            encoded = [line.encode("utf-8", "surrogatepass") for line in lines]  # faster than encoding the join
+            encoded.append(b"")
+            data = b"\n".join(encoded)
             digest.update(data)
             handle.write(data)
     return digest.hexdigest(), tuple(sizes)
