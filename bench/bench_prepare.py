@@ -27,12 +27,13 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.archive import Archive
+from core.archive import Archive, SavedTranscript
 from core.compaction import CompactionSettings, Compactor
 
 Message = dict[str, Any]
@@ -367,10 +368,10 @@ class TimedArchive(Archive):
             self.io_seconds += time.perf_counter() - start
             self.files += len(items)
 
-    async def write_transcript(self, messages: list[Any]) -> str:
+    async def save_transcript(self, messages: Sequence[Any]) -> SavedTranscript:  # write_transcript comes here too
         start = time.perf_counter()
         try:
-            return await super().write_transcript(messages)
+            return await super().save_transcript(messages)
         finally:
             self.io_seconds += time.perf_counter() - start
             self.files += 1

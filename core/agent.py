@@ -231,7 +231,7 @@ class Agent:
             return None
         self._messages.apply(changes)
         if self.session is not None:
-            self.session.replace(self._messages, reason)
+            self.session.change(changes, self._messages, reason)
         return self._changed(changes, reason)
 
     def _changed(self, changes: tuple[Splice, ...], reason: str) -> HistoryChanged:

@@ -25,6 +25,7 @@ import re
 import stat
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -32,6 +33,7 @@ from typing import Any
 import aiofiles
 import aiofiles.os
 
+from core.jsontext import dumps
 from core.text import error_line
 
 TRANSCRIPTS_DIR = ".transcripts"
@@ -203,18 +205,43 @@ class Archive:
                 os.remove(temp)
         return True
 
-    async def write_transcript(self, messages: list[Any]) -> str:
+    async def write_transcript(self, messages: Sequence[Any]) -> str:
         """Store a whole history as JSONL (one message per line); returns its relative path."""
-        payload = await asyncio.to_thread(_jsonl, messages)
-        data = payload.encode("utf-8", "surrogatepass")
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        for _ in range(100):
-            name = f"transcript_{stamp}-{os.getpid()}-{next(self._counter):04d}-{_digest(payload, 8)}.jsonl"
-            target = self.transcripts_dir / name
-            if await self._store_new(target, data):
-                await self._record(target, data, None)
-                return self.relative(target)
-        raise ArchiveError("cannot archive transcript: no free file name")
+        return (await self.save_transcript(messages)).path
+
+    async def save_transcript(self, messages: Sequence[Any]) -> SavedTranscript:
+        """`write_transcript`, also handing back what writing it measured: each message's JSON length.
+
+        One trip to a worker thread: each message is serialised once, and the lines are written,
+        hashed and measured in the same pass, so a caller that needs the history's size (snip's
+        figures) measures nothing again, and the SHA-256 that names the file is the one its
+        manifest line records. The file is whole under a temporary name before it gets its own
+        (a hard link, which never overwrites; a rename where links are not supported); when
+        anything fails, no file is left behind.
+        """
+        await self._ensure_dir(self.transcripts_dir)
+        try:
+            return await asyncio.to_thread(self._save_transcript_sync, messages)
+        except OSError as error:
+            self._ready_dirs.discard(self.transcripts_dir)
+            raise ArchiveError(f"cannot archive a transcript in {TRANSCRIPTS_DIR}: {error_line(error)}") from error
+
+    def _save_transcript_sync(self, messages: Sequence[Any]) -> SavedTranscript:
+        """Write, name and record a transcript (in a worker thread; raises OSError or ArchiveError)."""
+        temp = self.transcripts_dir / f".transcript.{os.getpid()}.{time.time_ns()}.{next(self._counter)}.tmp"
+        try:
+            digest, sizes = _write_jsonl(temp, messages)
+            stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+            for _ in range(100):
+                name = f"transcript_{stamp}-{os.getpid()}-{next(self._counter):04d}-{digest[:8]}.jsonl"
+                target = self.transcripts_dir / name
+                if _place_sync(temp, target, digest):
+                    self._manifest.record([(target, digest, None)])
+                    return SavedTranscript(self.relative(target), digest, sizes)
+            raise ArchiveError("cannot archive transcript: no free file name")
+        finally:
+            with contextlib.suppress(OSError):
+                os.remove(temp)
 
     async def _record(self, target: Path, data: bytes, tool_use_id: str | None) -> None:
         """Add a file just stored to its directory's manifest (what makes its markers trusted)."""
@@ -472,5 +499,49 @@ class _Manifest:
         self._entries.setdefault(folder, {}).setdefault(name, {}).setdefault(digest, set()).add(tool_use_id)
 
 
-def _jsonl(messages: list[Any]) -> str:
-    return "".join(json.dumps(message, default=str, ensure_ascii=False) + "\n" for message in messages)
+@dataclass(frozen=True)
+class SavedTranscript:
+    """A transcript just archived: its relative path, its SHA-256 and each message's JSON length."""
+
+    path: str
+    sha256: str
+    sizes: tuple[int, ...]  # each line without its newline, in characters: `message_chars` of each message
+
+
+_WRITE_BATCH = 256  # messages serialised, encoded, hashed and written together
+
+
+def _write_jsonl(temp: Path, messages: Sequence[Any]) -> tuple[str, tuple[int, ...]]:
+    """Write `messages` as JSONL to the new file `temp` (0600); returns its SHA-256 and the line lengths."""
+    digest = hashlib.sha256()
+    sizes: list[int] = []
+    with open(temp, "xb", opener=private_opener) as handle:
+        for start in range(0, len(messages), _WRITE_BATCH):
+            lines = [dumps(message) for message in messages[start : start + _WRITE_BATCH]]
+            sizes += map(len, lines)
+            encoded = [line.encode("utf-8", "surrogatepass") for line in lines]  # faster than encoding the join
+            encoded.append(b"")
+            data = b"\n".join(encoded)
+            digest.update(data)
+            handle.write(data)
+    return digest.hexdigest(), tuple(sizes)
+
+
+def _place_sync(temp: Path, target: Path, digest: str) -> bool:
+    """Give the file `temp` the name `target` unless it is taken; True when `target` now holds it.
+
+    A name already taken counts as placed only when that file has the same bytes (its SHA-256).
+    """
+    try:
+        os.link(temp, target)
+        return True
+    except FileExistsError:
+        pass
+    except OSError as error:
+        if error.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        if not target.exists():
+            os.replace(temp, target)  # filesystems without hard links
+            return True
+    with open(target, "rb") as existing:
+        return hashlib.file_digest(existing, "sha256").hexdigest() == digest

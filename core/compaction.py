@@ -24,15 +24,17 @@ import json
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
-from core.archive import TRANSCRIPTS_DIR, Archive, ArchiveError
+from core.archive import TRANSCRIPTS_DIR, Archive, ArchiveError, SavedTranscript
 from core.events import CompactionStep, StepName
 from core.history import (
     USER_PIN_PREFIX,
     Splice,
     has_tool_use,
     is_tool_result,
+    list_chars,
     message_chars,
     result_text,
     splice_between,
@@ -138,6 +140,9 @@ class _Replacement:
 _TRANSCRIPT_PATH_ESTIMATE = f"{TRANSCRIPTS_DIR}/transcript_00000000-000000-{os.getpid()}-0000-00000000.jsonl"
 
 
+_SEPARATOR = 2  # ", " between the messages of a list, as json.dumps writes it
+
+
 @dataclass(frozen=True)
 class _SnipPlan:
     """Where a snip cuts and what its marker counts (earlier snips' messages included)."""
@@ -158,6 +163,26 @@ class _SnipPlan:
         request = [{"role": "user", "content": active_request}] if self.request_readded and active_request else []
         kept = [messages[index] for index in self.kept]
         return [*messages[: self.head_end], marker, *kept, *request, *messages[self.tail_start :]]
+
+    def chars(self, sizes: Sequence[int], result: Sequence[Message]) -> int:
+        """`estimate_chars(result)` from the input's message sizes: only the new middle is measured."""
+        tail = len(sizes) - self.tail_start
+        middle = result[self.head_end : len(result) - tail]
+        kept = chain(sizes[: self.head_end], map(message_chars, middle), sizes[self.tail_start :])
+        return list_chars(kept, len(result))
+
+    def outweighs(self, messages: Sequence[Message], result: Sequence[Message]) -> bool:
+        """`estimate_chars(result) > estimate_chars(messages)`, measuring only as much of the cut middle
+        as it takes to outweigh the new one (usually one message)."""
+        tail = len(messages) - self.tail_start
+        middle = result[self.head_end : len(result) - tail]
+        room = sum(map(message_chars, middle)) + _SEPARATOR * (len(result) - len(messages))
+        cut = 0
+        for message in messages[self.head_end : self.tail_start]:
+            cut += message_chars(message)
+            if cut >= room:
+                return False
+        return True
 
     def splices(self, messages: Sequence[Message], result: Sequence[Message]) -> tuple[Splice, ...]:
         """The change from `messages` to `result` (made by `self.result`): the middle, replaced."""
@@ -333,17 +358,21 @@ class Compactor:
         plan = self._plan_snip(messages, active_request)
         if plan is None:
             return _unchanged(messages)
-        before = self.estimate_chars(messages)
         estimate = plan.result(messages, _TRANSCRIPT_PATH_ESTIMATE, active_request)
-        projected = self.estimate_chars(self._sized(messages, estimate, plan.splices(messages, estimate)))
-        if projected > before:
-            await self._not_applied("snip_compact", before, projected,
+        if plan.outweighs(messages, estimate):
+            measured = self._sizer.sizes(messages)
+            await self._not_applied("snip_compact", list_chars(measured, len(measured)), plan.chars(measured, estimate),
                                     f"the marker would be larger than the {plan.archived_now} messages it replaces")
             return _unchanged(messages)
-        transcript = await self._write_transcript(messages)
+        # One pass writes the transcript (complete before anything is replaced) and measures every message.
+        saved = await self._save_transcript(messages)
+        sizes = saved.sizes if saved is not None else tuple(self._sizer.sizes(messages))
+        transcript = saved.path if saved is not None else _TRANSCRIPT_PATH_ESTIMATE
+        before = list_chars(sizes, len(sizes))
         result = plan.result(messages, transcript, active_request)
         changes = plan.splices(messages, result)
-        after = self.estimate_chars(self._sized(messages, result, changes))
+        after = plan.chars(sizes, result)
+        self._sized(messages, result, changes, after)
         if after > before:
             await self._not_applied("snip_compact", before, after,
                                     f"the marker would be larger than the {plan.archived_now} messages it replaces")
@@ -752,6 +781,15 @@ class Compactor:
         for item, path in zip(pending, paths, strict=True):
             item.path = path
         return paths
+
+    async def _save_transcript(self, messages: Sequence[Message]) -> SavedTranscript | None:
+        """The whole list archived, with each message's size (None in a dry run: nothing is written)."""
+        if self._dry_steps is not None:
+            return None
+        try:
+            return await self.archive.save_transcript(messages)
+        except ArchiveError as error:
+            raise CompactionError(f"compaction stopped, nothing replaced: {error}") from error
 
     async def _write_transcript(self, messages: Sequence[Message]) -> str:
         if self._dry_steps is not None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from core.breakdown import breakdown as breakdown  # the contract lives in core/breakdown.py
 from core.events import Splice
+from core.jsontext import dumps
 from core.markers import parse_marker
 
 Message = dict[str, Any]
@@ -28,7 +29,7 @@ _SEPARATOR = 2  # ", " between items, as json.dumps writes them
 
 def message_chars(message: Any) -> int:
     """Length of one message serialised exactly as `estimate_chars` serialises it inside a list."""
-    return len(json.dumps(message, default=str, ensure_ascii=False))
+    return len(dumps(message))
 
 
 def _content_of(message: Any) -> Any:

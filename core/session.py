@@ -1,9 +1,14 @@
 """Sessions: the history and its events appended to a JSONL file as they happen.
 
-Each line is one record: {"type": "meta" | "message" | "replace" | "event", ...}. Replaying the
-records gives back the history, so `--resume` continues after a quit or a crash. Records are queued
-synchronously (callable from `finally` blocks) and written by a background task in a worker thread.
-Settings and environment (the API key above all) are never recorded.
+Each line is one record: {"type": "meta" | "message" | "splice" | "replace" | "pins" | "event", ...}.
+Replaying the records gives back the history, so `--resume` continues after a quit or a crash. A
+"message" appends one message; a "splice" carries only what a change of the history changed (for
+each splice its place, how many messages it removed and the messages it added), so a compaction
+costs the log what it changed, not the whole history; a "replace" is a snapshot of the whole
+history: at the start of a session that resumes one, when everything was replaced, and once the
+splices since the last snapshot outweigh one (a damaged splice then costs at most that stretch).
+Records are queued synchronously (callable from `finally` blocks) and written by a background task
+in a worker thread. Settings and environment (the API key above all) are never recorded.
 
 Crash safety: a record is one line, and the log remembers the size of the file after its last
 complete write. A write that fails part way (a full disk) leaves a fragment; before the next attempt
@@ -21,12 +26,13 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from core.archive import make_private_dir as archive_private_dir
+from core.events import Splice
 from core.history import estimate_chars, pairing_problems, repair_pairing, text_of
 from core.text import error_line
 
@@ -120,6 +126,7 @@ class SessionLog:
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
         self._good_size: int | None = None  # the file's size after the last complete write
+        self._edits = 0  # bytes of splice records since the last snapshot
         self.error: str | None = None
 
     @classmethod
@@ -148,9 +155,12 @@ class SessionLog:
 
     def record(self, entry: dict[str, Any]) -> None:
         """Queue one record; never blocks, never raises."""
+        self._queue_line(_encode_line(entry))
+
+    def _queue_line(self, line: bytes) -> None:
         if self._closed:
             return
-        self._queue.append(_encode_line(entry))
+        self._queue.append(line)
         self._wake.set()
         self._ensure_writer()
 
@@ -161,8 +171,36 @@ class SessionLog:
         """Record the pinned tool_use ids (the last record wins on replay; older readers skip it)."""
         self.record({"type": "pins", "ids": sorted(ids)})
 
-    def replace(self, messages: list[dict[str, Any]], reason: str) -> None:
-        self.record({"type": "replace", "reason": reason, "messages": messages})
+    def replace(self, messages: Sequence[Message], reason: str) -> None:
+        """A snapshot: the whole history (replay starts over from it)."""
+        self.record({"type": "replace", "reason": reason, "messages": list(messages)})
+        self._edits = 0
+
+    def change(self, changes: Sequence[Splice], messages: Sequence[Message], reason: str) -> None:
+        """The history became `messages` by applying `changes` in order: record only what changed.
+
+        Written as a "splice" record (with the length after, which replay checks), unless the first
+        change replaces the whole history, or the splice records since the last snapshot would
+        then outweigh a snapshot of `messages` (its characters): a snapshot is written instead.
+        """
+        if not changes:
+            return
+        length = len(messages)
+        previous = length - sum(len(change.added) - change.removed for change in changes)
+        first = changes[0]
+        if any(change.removed < 0 for change in changes) or (first.start == 0 and first.removed == previous):
+            self.replace(messages, reason)
+            return
+        line = _encode_line({
+            "type": "splice", "reason": reason, "length": length,
+            "changes": [{"start": change.start, "removed": change.removed, "added": list(change.added)}
+                        for change in changes],
+        })
+        if self._edits + len(line) > estimate_chars(messages):
+            self.replace(messages, reason)
+            return
+        self._edits += len(line)
+        self._queue_line(line)
 
     def event(self, event: Any) -> None:
         if dataclasses.is_dataclass(event) and not isinstance(event, type):
@@ -238,7 +276,10 @@ class SessionLog:
     def replay(path: Path) -> Replay:
         """Replay a session file: bad lines and records of the wrong shape are counted and skipped."""
         replay = Replay()
-        messages: list[Message] = []
+        # The history as the live one had it, messages of a bad shape included (so that the places
+        # splices name stay right); they are dropped at the end.
+        messages: list[Any] = []
+        broken = False  # a splice did not fit: later splices wait for the next snapshot
         with path.open("r", encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 if not line.strip():
@@ -250,20 +291,58 @@ class SessionLog:
                     replay.skipped += 1  # a line cut short by a crash
                     continue
                 kind = entry.get("type") if isinstance(entry, dict) else None
-                if kind == "message" and valid_message(entry.get("message")):
-                    messages.append(entry["message"])
+                if kind == "message":
+                    messages.append(entry.get("message"))
+                    replay.skipped += not valid_message(entry.get("message"))
+                elif kind == "splice":
+                    added = None if broken else _apply_splices(messages, entry)
+                    broken = added is None
+                    replay.skipped += broken or not all(valid_message(message) for message in added or ())
                 elif kind == "replace" and isinstance(entry.get("messages"), list):
-                    kept = [message for message in entry["messages"] if valid_message(message)]
-                    replay.skipped += len(kept) != len(entry["messages"])
-                    messages = kept
+                    messages = list(entry["messages"])
+                    replay.skipped += not all(valid_message(message) for message in messages)
+                    broken = False
                 elif kind == "pins" and isinstance(entry.get("ids"), list):
                     replay.pins = [str(item) for item in entry["ids"] if isinstance(item, str)]
                 elif kind == "meta" and not replay.meta:
                     replay.meta = entry
                 elif kind != "event":
                     replay.skipped += 1
+        messages = [message for message in messages if valid_message(message)]
         replay.messages = repair_pairing(messages)
         return replay
+
+
+def _apply_splices(messages: list[Any], entry: dict[str, Any]) -> list[Any] | None:
+    """Apply a splice record to `messages` in place; returns the messages it added.
+
+    None (and `messages` untouched) when the record does not fit: a change outside the history,
+    a field of the wrong type, or a length after that is not the recorded one.
+    """
+    changes = entry.get("changes")
+    if not isinstance(changes, list):
+        return None
+    length = len(messages)
+    planned: list[tuple[int, int, list[Any]]] = []
+    for change in changes:
+        if not isinstance(change, dict):
+            return None
+        start, removed, added = change.get("start"), change.get("removed"), change.get("added")
+        if not _is_count(start) or not _is_count(removed) or not isinstance(added, list):
+            return None
+        if start + removed > length:
+            return None
+        planned.append((start, removed, added))
+        length += len(added) - removed
+    if entry.get("length") != length:
+        return None
+    for start, removed, added in planned:
+        messages[start : start + removed] = added
+    return [message for _, _, added in planned for message in added]
+
+
+def _is_count(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _encode_line(entry: dict[str, Any]) -> bytes:

@@ -316,13 +316,24 @@ class HistorySizer:
         derived = self._derived
         if derived is not None and derived[0] is messages and derived[1] == len(messages):
             return derived[2]
+        return self._synced(messages).chars
+
+    def sizes(self, messages: Sequence[Message]) -> list[int]:
+        """The JSON length of each message of `messages` (known ones are not measured again)."""
+        history = self._synced(messages)
+        return history.sizes(0, len(history))
+
+    def _synced(self, messages: Sequence[Message]) -> History:
+        """A History equal to `messages` whose figures are known (the mirror, for a plain list)."""
         history = self._mirror.sync(messages)
+        if history is messages:
+            return history
         length = len(history)
         start = max(length - self._recheck, 0)
         for index, known in enumerate(history.sizes(start, length), start):
             if message_chars(history[index]) != known:
                 history.touch(index)
-        return history.chars
+        return history
 
     def derive(
         self, base: Sequence[Message], result: Sequence[Message], changes: Sequence[Splice], chars: int | None = None
