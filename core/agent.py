@@ -174,21 +174,17 @@ class Agent:
         messages: list[Message] = []
         pins: list[str] = []
         resumed = None
+        undo: list[Compaction] = []
         if settings.resume:
             latest = resume_path(settings.state_dir, settings.resume_id)
             if latest is not None:
-                replay = SessionLog.replay(latest)
-                messages, pins = replay.messages, replay.pins
+                replay = SessionLog.replay(latest, undo_depth=settings.undo_depth)
+                messages, pins, undo = replay.messages, replay.pins, replay.compactions
                 resumed = str(latest)
         session = SessionLog.create(settings.state_dir, {"model": model.name, "workdir": str(workdir)})
         agent = cls(model, toolbox, compactor, settings=settings, session=session, messages=messages,
                     allow_all=allow_all)
-        if messages:
-            session.replace(messages, "resume")
-        kept = [key for key in pins if _pin_target(messages, key) is not None]
-        if kept:
-            compactor.pinned = frozenset(kept)
-            session.pins(compactor.pinned)
+        agent._take_over(undo, pins)
         if resumed is not None:
             agent.resumed_from = resumed
             agent._announce = Notice(f"resumed {len(messages)} messages from {resumed}")
@@ -279,15 +275,33 @@ class Agent:
         one and a new session file records it, as `--resume` does at start. Minimal on purpose: the
         timeline, compaction record and session permissions start empty, as after `new_session`."""
         self._idle("resume a session")
-        messages = await asyncio.to_thread(SessionLog.load, path)
+        replay = await asyncio.to_thread(SessionLog.replay, path, self.settings.undo_depth)
         self._idle("resume a session")
         self.new_session()
-        changes = self._messages.replace(messages)
+        changes = self._messages.replace(replay.messages)
         self.last_request = _last_request(self._messages)
         self.resumed_from = str(path)
-        if self.session is not None and messages:
-            self.session.replace(self._messages, "resume")
+        self._take_over(replay.compactions, replay.pins)
         return self._changed(changes, "resume")
+
+    def _take_over(self, undo: Sequence[Compaction], pins: Sequence[str]) -> None:
+        """A resumed history's undo records and pins (those still in it) become this session's,
+        and the new session file starts with them."""
+        usable: list[Compaction] = []
+        following: Sequence[Message] = self._messages
+        for record in reversed(undo):  # newest first: what each left must start what followed it
+            if len(following) < len(record.after) or any(
+                    a != b for a, b in zip(following, record.after, strict=False)):
+                break
+            usable.append(record)
+            following = record.before
+        self.compactions = usable[::-1][-self.settings.undo_depth:] if self.settings.undo_depth else []
+        self._log_resumed(self.compactions)
+        kept = frozenset(key for key in pins if _pin_target(self._messages, key) is not None)
+        if kept:
+            self.compactor.pinned = kept
+            if self.session is not None:
+                self.session.pins(kept)
 
     # --- the turn -------------------------------------------------------------------------------
 
@@ -568,23 +582,50 @@ class Agent:
         self, steps: list[CompactionStep], messages: Sequence[Message], reason: str,
         changes: tuple[Splice, ...] | None = None,
     ) -> HistoryChanged | None:
-        """Apply a compaction's result and remember it for undo (the history changes in place, so the
-        list before it is copied first; not when the compactor reported no change)."""
-        before = tuple(self._messages) if changes is None or changes else ()
+        """Apply a compaction's result and remember it for undo, in memory and in the session log
+        (the history changes in place, so the list before it is copied first)."""
+        if changes is None:
+            changes = splice_between(self._messages, messages)
+        if not changes:
+            return None
+        before = tuple(self._messages)
+        names = tuple(step.step for step in steps)
+        files = tuple(path for step in steps for path in step.files_written)
+        if names and self.session is not None and self.settings.undo_depth:
+            self.session.compaction(reason, names, files)  # the change written next is this compaction
         changed = self._replace(messages, reason, changes)
-        if changed:
-            self._record_compaction(steps, before)
+        if names:
+            self._remember(Compaction(names, before, tuple(self._messages), files))
         return changed
 
-    def _record_compaction(self, steps: list[CompactionStep], before: Sequence[Message]) -> None:
-        """Remember a compaction for undo; only the newest `undo_depth` are kept, so what left the
+    def _remember(self, compaction: Compaction) -> None:
+        """Keep a compaction for undo; only the newest `undo_depth` are kept, so what left the
         history is not held forever (the archive keeps every byte of it on disk)."""
-        if steps:
-            files = tuple(path for step in steps for path in step.files_written)
-            self.compactions.append(
-                Compaction(tuple(step.step for step in steps), tuple(before), tuple(self._messages), files)
-            )
-            del self.compactions[: max(0, len(self.compactions) - self.settings.undo_depth)]
+        self.compactions.append(compaction)
+        del self.compactions[: max(0, len(self.compactions) - self.settings.undo_depth)]
+
+    def _log_resumed(self, compactions: Sequence[Compaction]) -> None:
+        """Start the new session file of a resumed session: the history, and the undo records it
+        carries, so a resume of this file offers the same undo. With records, the log starts from
+        the oldest record's history and replays each compaction (what came between them as plain
+        changes), ending at the current history."""
+        session = self.session
+        if session is None or not self._messages:
+            return
+        if not compactions:
+            session.replace(self._messages, "resume")
+            return
+        state: Sequence[Message] = compactions[0].before
+        session.replace(state, "resume")
+        for record in compactions:
+            if changes := splice_between(state, record.before):
+                session.change(changes, record.before, "resume")
+            if changes := splice_between(record.before, record.after):
+                session.compaction("resume", record.steps, record.files)
+                session.change(changes, record.after, "resume")
+            state = record.after
+        if changes := splice_between(state, self._messages):
+            session.change(changes, self._messages, "resume")
 
     def _take_steps(self) -> list[CompactionStep]:
         steps, self._steps[:] = list(self._steps), []

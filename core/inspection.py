@@ -110,7 +110,7 @@ def _load_jsonl(path: Path) -> Inspected:
     first = _first_record(path)
     if first is None:
         raise InspectError(f"{path}: empty, or no line of it is JSON")
-    if isinstance(first, dict) and first.get("type") in ("meta", "message", "splice", "replace", "pins", "event"):
+    if isinstance(first, dict) and first.get("type") in ("meta", "message", "splice", "replace", "pins", "compaction", "event"):
         replay = SessionLog.replay(path)
         workdir = replay.meta.get("workdir")
         root = Path(workdir) if isinstance(workdir, str) else path.parent.parent.parent

@@ -1,12 +1,16 @@
 """Sessions: the history and its events appended to a JSONL file as they happen.
 
-Each line is one record: {"type": "meta" | "message" | "splice" | "replace" | "pins" | "event", ...}.
+Each line is one record: {"type": "meta" | "message" | "splice" | "replace" | "pins" | "compaction" |
+"event", ...}.
 Replaying the records gives back the history, so `--resume` continues after a quit or a crash. A
 "message" appends one message; a "splice" carries only what a change of the history changed (for
 each splice its place, how many messages it removed and the messages it added), so a compaction
 costs the log what it changed, not the whole history; a "replace" is a snapshot of the whole
 history: at the start of a session that resumes one, when everything was replaced, and once the
 splices since the last snapshot outweigh one (a damaged splice then costs at most that stretch).
+A "compaction" record (its steps and files) says that the change right after it is a compaction,
+so a replay can offer undo for it again: the history before that change and after it are the two
+states undo needs (a later "undo" change takes the newest one back off).
 Records are queued synchronously (callable from `finally` blocks) and written by a background task
 in a worker thread. Settings and environment (the API key above all) are never recorded.
 
@@ -34,6 +38,7 @@ from typing import Any, TypeGuard
 from core.archive import make_private_dir as archive_private_dir
 from core.events import Splice
 from core.history import estimate_chars, pairing_problems, repair_pairing, text_of
+from core.steering import Compaction
 from core.text import error_line
 
 SESSIONS_DIR = "sessions"
@@ -108,7 +113,8 @@ class Replay:
     meta: dict[str, Any] = field(default_factory=dict)
     records: int = 0
     skipped: int = 0  # lines that were cut, not JSON, or not of a valid shape
-    pins: list[str] = field(default_factory=list)  # the last "pins" record: pinned tool_use ids
+    pins: list[str] = field(default_factory=list)  # the last "pins" record: pinned tool_use ids and user: keys
+    compactions: list[Compaction] = field(default_factory=list)  # undo records, oldest first (replay(undo_depth=))
 
     @property
     def valid(self) -> bool:
@@ -170,6 +176,10 @@ class SessionLog:
     def pins(self, ids: Iterable[str]) -> None:
         """Record the pinned tool_use ids (the last record wins on replay; older readers skip it)."""
         self.record({"type": "pins", "ids": sorted(ids)})
+
+    def compaction(self, reason: str, steps: Sequence[str], files: Sequence[str]) -> None:
+        """Say that the next change (of this `reason`) is a compaction that undo can reverse."""
+        self.record({"type": "compaction", "reason": reason, "steps": list(steps), "files": list(files)})
 
     def replace(self, messages: Sequence[Message], reason: str) -> None:
         """A snapshot: the whole history (replay starts over from it)."""
@@ -273,13 +283,19 @@ class SessionLog:
         return SessionLog.replay(path).messages
 
     @staticmethod
-    def replay(path: Path) -> Replay:
-        """Replay a session file: bad lines and records of the wrong shape are counted and skipped."""
+    def replay(path: Path, undo_depth: int = 0) -> Replay:
+        """Replay a session file: bad lines and records of the wrong shape are counted and skipped.
+
+        With `undo_depth`, the newest that many compactions come back as undo records (in
+        `Replay.compactions`): each one the history before its change and after it.
+        """
         replay = Replay()
         # The history as the live one had it, messages of a bad shape included (so that the places
         # splices name stay right); they are dropped at the end.
         messages: list[Any] = []
         broken = False  # a splice did not fit: later splices wait for the next snapshot
+        pending: dict[str, Any] | None = None  # a compaction record: the change right after it is one
+        undo: list[Compaction] = []
         with path.open("r", encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 if not line.strip():
@@ -289,8 +305,12 @@ class SessionLog:
                     entry = json.loads(line)
                 except ValueError:
                     replay.skipped += 1  # a line cut short by a crash
+                    pending = None
                     continue
                 kind = entry.get("type") if isinstance(entry, dict) else None
+                marked, pending = pending, None
+                before = tuple(messages) if undo_depth and marked is not None and kind in ("splice", "replace") \
+                    and entry.get("reason") == marked.get("reason") else None
                 if kind == "message":
                     messages.append(entry.get("message"))
                     replay.skipped += not valid_message(entry.get("message"))
@@ -298,10 +318,15 @@ class SessionLog:
                     added = None if broken else _apply_splices(messages, entry)
                     broken = added is None
                     replay.skipped += broken or not all(valid_message(message) for message in added or ())
+                    if not broken:
+                        _follow_undo(undo, entry, marked, before, messages, undo_depth)
                 elif kind == "replace" and isinstance(entry.get("messages"), list):
                     messages = list(entry["messages"])
                     replay.skipped += not all(valid_message(message) for message in messages)
                     broken = False
+                    _follow_undo(undo, entry, marked, before, messages, undo_depth)
+                elif kind == "compaction":
+                    pending = entry
                 elif kind == "pins" and isinstance(entry.get("ids"), list):
                     replay.pins = [str(item) for item in entry["ids"] if isinstance(item, str)]
                 elif kind == "meta" and not replay.meta:
@@ -310,7 +335,38 @@ class SessionLog:
                     replay.skipped += 1
         messages = [message for message in messages if valid_message(message)]
         replay.messages = repair_pairing(messages)
+        replay.compactions = _usable_undo(undo)
         return replay
+
+
+def _follow_undo(
+    undo: list[Compaction], entry: dict[str, Any], marked: dict[str, Any] | None,
+    before: tuple[Any, ...] | None, messages: list[Any], depth: int,
+) -> None:
+    """Keep the undo records a replayed change makes or takes back (the newest `depth` of them)."""
+    if not depth:
+        return
+    if before is not None and marked is not None:
+        steps, files = marked.get("steps"), marked.get("files")
+        if isinstance(steps, list) and isinstance(files, list):
+            undo.append(Compaction(tuple(str(step) for step in steps), before, tuple(messages),
+                                   tuple(str(name) for name in files)))
+            del undo[: max(0, len(undo) - depth)]
+    elif entry.get("reason") == "undo" and undo:
+        undo.pop()
+
+
+def _usable_undo(undo: list[Compaction]) -> list[Compaction]:
+    """The newest undo records whose both states are API-valid histories (a damaged one, and every
+    record older than it, is left out: undo goes back newest first, through each in turn)."""
+    usable: list[Compaction] = []
+    for record in reversed(undo):
+        states = (record.before, record.after)
+        if not all(all(valid_message(message) for message in state) and not pairing_problems(state)
+                   for state in states):
+            break
+        usable.append(record)
+    return usable[::-1]
 
 
 def _apply_splices(messages: list[Any], entry: dict[str, Any]) -> list[Any] | None:

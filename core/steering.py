@@ -135,6 +135,7 @@ def undo(current: Sequence[Message], compaction: Compaction) -> list[Message]:
     current history must still start with exactly what the step left, else SteeringError.
     """
     after = compaction.after
-    if len(current) < len(after) or any(a is not b for a, b in zip(current, after, strict=False)):
+    # by identity first (the live case, a few ns a message); equal values do too (a resumed session)
+    if len(current) < len(after) or any(a is not b and a != b for a, b in zip(current, after, strict=False)):
         raise SteeringError("the history changed since that compaction in a way undo cannot follow")
     return [*compaction.before, *current[len(after):]]
