@@ -78,9 +78,11 @@ class CtxApp(App[None]):
         if self.demo_commands:
             self.main.run_demo(self.demo_commands, self.demo_pause)
 
-    async def _first_frame_painted(self) -> None:
+    def _first_frame_painted(self) -> None:
         resume_collector()  # paused by `ctxtui` until now (tui/startup.py)
-        await self.main.after_first_frame()
+        # a worker, not awaited here: the screen keeps handling keys and messages meanwhile
+        self.main.run_worker(self.main.after_first_frame(), group="first-frame", exit_on_error=False,
+                             description="after the first frame")
 
     # --- the main screen's state, for callers -----------------------------------------------------
 
