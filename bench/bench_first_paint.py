@@ -59,6 +59,9 @@ class Tmux:
         self.socket = f"ctxtui-bench-{uuid.uuid4().hex[:8]}"
         self.env = dict(env, TMUX_TMPDIR=str(root))
         self.tmux = shutil.which("tmux") or "tmux"
+        # the server, kept up by an idle session; a program that dies leaves its pane (and its last words)
+        self.run("new-session", "-d", "-s", "keeper", "sleep 3600")
+        self.run("set-option", "-g", "remain-on-exit", "on")
 
     def run(self, *args: str) -> str:
         done = subprocess.run([self.tmux, "-L", self.socket, "-f", "/dev/null", *args], env=self.env,
@@ -76,9 +79,11 @@ class Tmux:
                 pane = self.run("capture-pane", "-p", "-t", session)
                 if all(marker in pane for marker in markers):
                     return time.perf_counter() - start
-                if time.perf_counter() - start > TIMEOUT:
-                    raise TimeoutError(f"no first frame from {command!r} within {TIMEOUT:.0f} s; the pane:\n{pane}")
-                time.sleep(0.004)
+                dead = self.run("display-message", "-p", "-t", session, "#{pane_dead}").strip() == "1"
+                if dead or time.perf_counter() - start > TIMEOUT:
+                    why = "it exited" if dead else f"nothing within {TIMEOUT:.0f} s"
+                    raise RuntimeError(f"no first frame from {command!r}: {why}; the pane:\n{pane.rstrip()}")
+                time.sleep(0.01)
         finally:
             self.run("kill-session", "-t", session)
 
@@ -90,9 +95,15 @@ class Tmux:
 class Program:
     label: str
     command: str
+    """A shell command; `{workdir}` is replaced by a fresh directory for each run."""
     markers: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     times: list[float] = field(default_factory=list)
+
+    def start(self, tmux: Tmux, root: Path) -> float:
+        # a fresh workdir per run (no session to resume, nothing archived), made before the clock starts
+        workdir = tempfile.mkdtemp(prefix="ctxtui-paint-", dir=root)
+        return tmux.first_paint(self.command.replace("{workdir}", shlex.quote(workdir)), self.markers, self.env)
 
 
 def clean_environment(root: Path, as_is: bool) -> dict[str, str]:
@@ -116,19 +127,18 @@ def programs(repo: Path, root: Path) -> list[Program]:
     config.write_text('theme = "textual-dark"\n', encoding="utf-8")
 
     def ctxtui(flags: str) -> str:
-        # a fresh workdir per run: no session to resume, nothing archived
-        return (f'w=$(mktemp -d {shlex.quote(str(root))}/ctxtui-paint-XXXXXX) && cd {shlex.quote(str(repo))} '
-                f'&& exec {python} -m tui.cli {flags} --workdir "$w"')
+        return f"cd {shlex.quote(str(repo))} && exec {python} -m tui.cli {flags} --workdir {{workdir}}"
 
     return [
-        Program("minimal Textual app", f"exec {python} {shlex.quote(str(script))}", MINIMAL_MARKERS),
+        Program("minimal Textual app", f"cd {shlex.quote(str(repo))} && exec {python} {shlex.quote(str(script))}",
+                MINIMAL_MARKERS),
         Program("ctxtui --offline", ctxtui("--offline"), ("ctxtui-paint-", *CTXTUI_MARKERS)),
         Program("ctxtui, ANTHROPIC_API_KEY set", ctxtui(""), ("ctxtui-paint-", *CTXTUI_MARKERS),
                 {"ANTHROPIC_API_KEY": "sk-bench-not-used", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}),
     ]
 
 
-def main(repo: Path = ROOT, runs: int = 7, as_is: bool = False) -> None:
+def main(repo: Path = ROOT, runs: int = 9, as_is: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="ctxtui-paint-bench-") as tmp:
         root = Path(tmp)
         env = clean_environment(root, as_is)
@@ -136,11 +146,11 @@ def main(repo: Path = ROOT, runs: int = 7, as_is: bool = False) -> None:
         measured = programs(repo, root)
         try:
             for program in measured:  # warm-up: the bytecode cache, the page cache
-                tmux.first_paint(program.command, program.markers, program.env)
+                program.start(tmux, root)
             for round_ in range(runs):
                 shift = round_ % len(measured)
                 for program in measured[shift:] + measured[:shift]:
-                    program.times.append(tmux.first_paint(program.command, program.markers, program.env))
+                    program.times.append(program.start(tmux, root))
         finally:
             tmux.close()
     minimal = measured[0]
@@ -159,7 +169,7 @@ def main(repo: Path = ROOT, runs: int = 7, as_is: bool = False) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("repo", nargs="?", type=Path, default=ROOT, help="the checkout to start ctxtui from")
-    parser.add_argument("--runs", type=int, default=7, help="measured rounds (default 7)")
+    parser.add_argument("--runs", type=int, default=9, help="measured rounds (default 9)")
     parser.add_argument("--as-is", action="store_true", help="keep the environment's bytecode setting")
     arguments = parser.parse_args()
     main(arguments.repo.resolve(), arguments.runs, arguments.as_is)
