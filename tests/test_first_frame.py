@@ -12,6 +12,7 @@ for one that loads late.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import subprocess
@@ -29,6 +30,7 @@ from core.config import Settings
 from core.session import SessionLog
 from tui.app import CtxApp
 from tui.screens.main import MainScreen
+from tui.startup import collector_paused, pause_collector, resume_collector
 from tui.widgets.chat_blocks import AssistantBlock, NoticeLine, UserBlock
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +38,7 @@ REPLAY_NOTICE = "the chat shows the conversation"
 HEAVY = ("anthropic", "tiktoken", "markdown_it", "pydantic", "textual.widgets._markdown", "tui.widgets.assistant_block")
 
 DRIVER = r"""
-import asyncio, html, json, re, sys, time
+import asyncio, gc, html, json, re, sys, time
 from pathlib import Path
 
 import tui.cli
@@ -50,6 +52,7 @@ def run(self, *args, **kwargs):
 
 def on_ready(self):
     seen["at_first_frame"] = sorted(sys.modules)
+    seen["collector_at_first_frame"] = gc.isenabled()
     svg = self.export_screenshot()  # the compositor's frame as it stands; its text, unescaped
     seen["screen"] = html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
     original_ready(self)
@@ -64,6 +67,7 @@ async def later(app):
             break
         await asyncio.sleep(0.05)
     seen["later"] = sorted(sys.modules)
+    seen["collector_later"] = gc.isenabled()
     seen["welcome"] = [getattr(block, "source", "") for block in app.chat.transcript.children if block.has_class("welcome")]
     await app.action_quit()
 
@@ -97,6 +101,8 @@ def check_first_frame(seen: dict[str, Any], workdir: str) -> None:
     assert [name for name in HEAVY if loaded(first, name)] == []
     assert loaded(later, "markdown_it") and loaded(later, "tiktoken")  # the deferred work did run
     assert seen["welcome"] and "inspector" in seen["welcome"][0]
+    # the cyclic collector waits for the first frame (tui/startup.py), then runs again
+    assert seen["collector_at_first_frame"] is False and seen["collector_later"] is True
     screen = seen["screen"]
     for text in ("Message the agent", "Context", "50,000", "Messages", workdir):
         assert text in screen, text
@@ -131,6 +137,27 @@ def test_a_bad_setting_still_gets_its_one_line_error(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "CTXTUI_CONTEXT_CHAR_LIMIT needs a whole number, got 'lots'" in done.stderr
+
+
+def test_the_collector_pause_is_undone_once_and_only_if_it_paused() -> None:
+    if not gc.isenabled():
+        pytest.skip("the collector is off in this process")
+    pause_collector()
+    try:
+        assert not gc.isenabled() and collector_paused()
+    finally:
+        resume_collector()
+    try:
+        assert gc.isenabled() and not collector_paused()
+        assert gc.get_freeze_count() > 0  # what the start allocated is left out of later passes
+    finally:
+        gc.unfreeze()
+    gc.disable()  # switched off by someone else: resume leaves it so
+    try:
+        resume_collector()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 # --- keys typed at once ------------------------------------------------------------------------------

@@ -273,8 +273,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    from tui.headless import read_prompt, run_headless
-
     parser = build_parser()
     args = parser.parse_args(argv)
     for name in ("workdir", "model", "output_format"):
@@ -295,7 +293,11 @@ def _main(argv: list[str]) -> int:
             raise UsageError("--demo runs in the TUI; it cannot be combined with -p")
         if args.prompt is not None and args.serve:
             raise UsageError("--serve runs the TUI in a browser; it cannot be combined with -p")
-        prompt = read_prompt(args.prompt, sys.stdin) if args.prompt is not None else None
+        prompt = None
+        if args.prompt is not None:
+            from tui.headless import read_prompt
+
+            prompt = read_prompt(args.prompt, sys.stdin)
         if prompt is not None and not prompt.strip():
             raise UsageError("-p needs a non-empty prompt" + (" (stdin was empty)" if args.prompt == "-" else ""))
         settings = _settings(args)
@@ -305,6 +307,8 @@ def _main(argv: list[str]) -> int:
         return EXIT_USAGE
     try:
         if prompt is not None:
+            from tui.headless import run_headless
+
             return asyncio.run(run_headless(settings, prompt, verbose=args.verbose,
                                             output_format=args.output_format or "text"))
         if args.serve:
