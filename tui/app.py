@@ -69,7 +69,8 @@ class CtxApp(App[None]):
         return self._main
 
     def on_ready(self) -> None:
-        """The main screen is up: follow theme changes, start the demo, if any."""
+        """The main screen's first layout is done: after its paint, what the first frame did not need;
+        follow theme changes, start the demo, if any."""
         # Ready comes after the first layout; what is queued after the next refresh runs once it is painted.
         self.call_after_refresh(self._first_frame_painted)
         self.theme_changed_signal.subscribe(self, self._theme_changed)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
@@ -111,6 +110,8 @@ class MainScreen(Screen[None]):
         self.tracker = Breakdown(agent.messages)
         """The breakdown of the history, kept current from HistoryChanged splices (never re-walked)."""
         self.next_count: TokenCount | None = None
+        self._history_at_start = (list(agent.messages), agent.chars)
+        """What the chat shows after the first frame (a message sent before then is shown as it is sent)."""
 
     # --- layout ---------------------------------------------------------------------------------
 
@@ -164,16 +165,15 @@ class MainScreen(Screen[None]):
         self.gauge.steering(paused=not self.agent.auto_compact)
         if self.agent.messages:
             self.request_preview()
-        # The history as it is now: the chat shows it after the first frame (a message sent before
-        # then is already part of agent.messages, and is shown as it is sent).
-        self._first_blocks = (
-            functools.partial(self._replay, list(self.agent.messages), self.agent.chars) if self.agent.messages
-            else functools.partial(self.chat.add_welcome, self._welcome()))
 
     async def after_first_frame(self) -> None:
         """What the first frame does not need, run once it is painted (the app calls this from its
         Ready event): the chat's first blocks (Markdown), tiktoken, the views, the count and the window."""
-        await self._first_blocks()
+        messages, chars = self._history_at_start
+        if messages:
+            await self._replay(messages, chars)
+        else:
+            await self.chat.add_welcome(self._welcome())
         self.measure_context()
         self._mount_views()
 
