@@ -2,10 +2,13 @@
 
 Settings come from four layers, the first that sets a value wins: command-line flags, `CTXTUI_*`
 environment variables, the config file (`$XDG_CONFIG_HOME/ctxtui/config.toml`, default
-`~/.config/ctxtui/config.toml`, read with pydantic-settings' TOML source), and the defaults.
-Every layer is validated by one pydantic model, so an error names its layer, the key and what the
-key expects, in one line; `resolve_config` also remembers where each value came from, which
-`ctxtui config` prints.
+`~/.config/ctxtui/config.toml`, read with tomllib), and the defaults. Every layer is validated
+by one pydantic model, so an error names its layer, the key and what the key expects, in one line;
+`resolve_config` also remembers where each value came from, which `ctxtui config` prints.
+
+pydantic is imported only when a layer needs it: an empty layer, and one whose values already have
+their field's exact type (what a TOML file usually holds), are checked without it, so a start
+without `CTXTUI_*` variables or `--set` (the TUI's first frame) does not pay for importing it.
 """
 
 from __future__ import annotations
@@ -146,8 +149,64 @@ def _expected(error: Mapping[str, Any]) -> str:
     return f"{error.get('msg', 'is not valid')}, got {got!r}"
 
 
+_NOT_EXACT = object()
+
+
+def _exact_scalar(kind: Any, value: Any) -> Any:
+    """`value` as the pydantic model would return it, if it already has the field's type, else _NOT_EXACT."""
+    if kind is bool:
+        return value if isinstance(value, bool) else _NOT_EXACT
+    if kind is int:
+        return value if type(value) is int else _NOT_EXACT
+    if kind is float:
+        return float(value) if type(value) in (int, float) else _NOT_EXACT
+    if kind is str:
+        return value if type(value) is str else _NOT_EXACT
+    return _NOT_EXACT
+
+
+@cache
+def _field_types() -> tuple[dict[str, Any], dict[str, Any]]:
+    """(top-level field -> type, compaction field -> type) of the configurable keys."""
+    top_hints, compaction_hints = get_type_hints(Settings), get_type_hints(CompactionSettings)
+    return ({name: top_hints[name] for name in TOP_LEVEL_FIELDS},
+            {name: compaction_hints[name] for name in COMPACTION_FIELDS})
+
+
+def _exact_layer(values: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The layer as `_validate_layer` returns it when every key is known and every value already has its
+    field's type (no conversion, nothing to refuse); None when pydantic has to decide."""
+    top_types, compaction_types = _field_types()
+    checked: dict[str, Any] = {}
+    for key, value in values.items():
+        if key == "compaction":
+            if not isinstance(value, Mapping):
+                return None
+            table: dict[str, Any] = {}
+            for name, item in value.items():
+                converted = _exact_scalar(compaction_types.get(name), item)
+                if converted is _NOT_EXACT:
+                    return None
+                table[name] = converted
+            checked[key] = table
+            continue
+        converted = _exact_scalar(top_types.get(key), value)
+        if converted is _NOT_EXACT:
+            return None
+        checked[key] = converted
+    return checked
+
+
 def _validate_layer(values: dict[str, Any], where: str, key_name: Any) -> dict[str, Any]:
     """Validate one layer's values; returns them converted (e.g. "80000" -> 80000)."""
+    exact = _exact_layer(values)
+    if exact is not None:
+        return exact  # nothing to convert or refuse: the pydantic model would return the same
+    return _validate_with_pydantic(values, where, key_name)
+
+
+def _validate_with_pydantic(values: dict[str, Any], where: str, key_name: Any) -> dict[str, Any]:
+    """The full check: pydantic converts what it can and names the first key it refuses."""
     from pydantic import ValidationError
 
     top, _ = _models()
@@ -198,13 +257,9 @@ def read_config_file(path: Path) -> dict[str, Any]:
     """The file layer (empty when there is no file), validated; ConfigError names the file and the key."""
     if not path.is_file():
         return {}
-    from pydantic_settings import BaseSettings, TomlConfigSettingsSource
-
-    class _FileOnly(BaseSettings):
-        pass
-
     try:
-        raw = TomlConfigSettingsSource(_FileOnly, toml_file=path)()
+        with path.open("rb") as stream:
+            raw = tomllib.load(stream)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"config file {path}: not valid TOML: {error}") from None
     except (OSError, UnicodeDecodeError) as error:

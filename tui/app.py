@@ -25,6 +25,7 @@ from core.text import visible
 from tui import actions
 from tui.commands import CtxCommands
 from tui.screens.main import MainScreen, permission_mode
+from tui.startup import resume_collector
 from tui.widgets.chat_pane import ChatPane
 from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.message_tree import MessageTree
@@ -68,12 +69,21 @@ class CtxApp(App[None]):
         return self._main
 
     def on_ready(self) -> None:
-        """The main screen is up: follow theme changes, start the demo, if any."""
+        """The main screen's first layout is done: after its paint, what the first frame did not need;
+        follow theme changes, start the demo, if any."""
+        # Ready comes after the first layout; what is queued after the next refresh runs once it is painted.
+        self.call_after_refresh(self._first_frame_painted)
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         if self._theme_problem:
             self.notify(self._theme_problem, severity="warning", markup=False)
         if self.demo_commands:
             self.main.run_demo(self.demo_commands, self.demo_pause)
+
+    def _first_frame_painted(self) -> None:
+        resume_collector()  # paused by `ctxtui` until now (tui/startup.py)
+        # a worker, not awaited here: the screen keeps handling keys and messages meanwhile
+        self.main.run_worker(self.main.after_first_frame(), group="first-frame", exit_on_error=False,
+                             description="after the first frame")
 
     # --- the main screen's state, for callers -----------------------------------------------------
 

@@ -1,7 +1,8 @@
 """The `ctxtui` command: the TUI, one headless turn with `-p`, `sessions`, `config`, `inspect`, `--serve`.
 
 Heavy modules (textual, anthropic, tiktoken) are imported only where needed, so `--version` and
-`--help` are instant.
+`--help` are instant; the TUI's start runs with the cyclic garbage collector paused until its first
+frame is painted (tui/startup.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from core import __version__
 from core.text import visible
+from tui.startup import pause_collector, resume_collector
 
 EXIT_OK = 0
 EXIT_MODEL_ERROR = 1
@@ -260,16 +262,17 @@ def _quiet_stdout() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    pause_collector()  # back on after the TUI's first frame (tui/startup.py), at once for the rest
     try:
         return _main(argv)
     except BrokenPipeError:
         _quiet_stdout()  # the reader went away (`ctxtui -p ... | head`): nothing more to say
         return EXIT_MODEL_ERROR
+    finally:
+        resume_collector()
 
 
 def _main(argv: list[str]) -> int:
-    from tui.headless import read_prompt, run_headless
-
     parser = build_parser()
     args = parser.parse_args(argv)
     for name in ("workdir", "model", "output_format"):
@@ -277,6 +280,8 @@ def _main(argv: list[str]) -> int:
             setattr(args, name, None)
     if not hasattr(args, "set"):
         args.set = []
+    if args.command is not None or args.prompt is not None or args.serve:
+        resume_collector()  # only the TUI's first frame waits for the collector
     try:
         if args.command == "sessions":
             return run_sessions(args)
@@ -288,7 +293,11 @@ def _main(argv: list[str]) -> int:
             raise UsageError("--demo runs in the TUI; it cannot be combined with -p")
         if args.prompt is not None and args.serve:
             raise UsageError("--serve runs the TUI in a browser; it cannot be combined with -p")
-        prompt = read_prompt(args.prompt, sys.stdin) if args.prompt is not None else None
+        prompt = None
+        if args.prompt is not None:
+            from tui.headless import read_prompt
+
+            prompt = read_prompt(args.prompt, sys.stdin)
         if prompt is not None and not prompt.strip():
             raise UsageError("-p needs a non-empty prompt" + (" (stdin was empty)" if args.prompt == "-" else ""))
         settings = _settings(args)
@@ -298,6 +307,8 @@ def _main(argv: list[str]) -> int:
         return EXIT_USAGE
     try:
         if prompt is not None:
+            from tui.headless import run_headless
+
             return asyncio.run(run_headless(settings, prompt, verbose=args.verbose,
                                             output_format=args.output_format or "text"))
         if args.serve:

@@ -8,7 +8,9 @@ produced text is never retried behind the user's back.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import random
+import sys
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -119,6 +121,13 @@ class AnthropicModel:
                 raise ModelError(f"cannot start the Anthropic client: {_one_line(str(error))}", "auth") from error
         return self._client
 
+    async def ready_client(self) -> anthropic.AsyncAnthropic:
+        """`client`, with the SDK imported in a thread the first time: its ~0.5 s import (httpx,
+        pydantic models) does not freeze the event loop, so the UI keeps answering keys meanwhile."""
+        if self._client is None and "anthropic" not in sys.modules:
+            await asyncio.to_thread(importlib.import_module, "anthropic")
+        return self.client
+
     @property
     def base_url(self) -> str:
         return str(self.client.base_url)
@@ -151,7 +160,7 @@ class AnthropicModel:
         """The exact input tokens of this request (the API's `count_tokens`); no retries, so a 429
         comes back at once as ModelError(kind="rate_limit") and the caller falls back to an estimate."""
         try:
-            result = await self.client.messages.count_tokens(
+            result = await (await self.ready_client()).messages.count_tokens(
                 **self.request(system=system, messages=messages, tools=tools)
             )
         except Exception as error:
@@ -166,7 +175,7 @@ class AnthropicModel:
         if self._window_asked:
             return self._window
         try:
-            info = await self.client.models.retrieve(self.name)
+            info = await (await self.ready_client()).models.retrieve(self.name)
         except Exception as error:
             if isinstance(error, asyncio.CancelledError):
                 raise
@@ -193,7 +202,8 @@ class AnthropicModel:
                 request = self.request(system=system, messages=messages, tools=tools)
                 request["max_tokens"] = max_tokens
                 stopped = False
-                async with self.client.messages.stream(**request) as stream:
+                client = await self.ready_client()
+                async with client.messages.stream(**request) as stream:
                     async for event in stream:
                         if event.type == "message_stop":
                             stopped = True
@@ -248,7 +258,7 @@ class AnthropicModel:
         attempt = 0
         while True:
             try:
-                response = await self.client.messages.create(
+                response = await (await self.ready_client()).messages.create(
                     model=self.name,
                     max_tokens=2_000,
                     system=SUMMARY_SYSTEM_PROMPT,

@@ -17,7 +17,7 @@ viewers) and `.session_actions` (new session, resume); `.main_base` holds what t
 from __future__ import annotations
 
 import asyncio
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -83,6 +83,8 @@ class MainScreen(TurnDriver, SteeringActions, InspectorViews, ArchiveOpening, Se
         self.tracker = Breakdown(agent.messages)
         """The breakdown of the history, kept current from HistoryChanged splices (never re-walked)."""
         self.next_count: TokenCount | None = None
+        self._history_at_start = (list(agent.messages), agent.chars)
+        """What the chat shows after the first frame (a message sent before then is shown as it is sent)."""
 
     # --- layout ---------------------------------------------------------------------------------
 
@@ -132,25 +134,30 @@ class MainScreen(TurnDriver, SteeringActions, InspectorViews, ArchiveOpening, Se
         self.layout_for(self.app.size)
         self._show_activity()
         self.chat.input.focus()
-        if not self.agent.messages:
-            self.call_later(self.chat.add_welcome, self._welcome())
-        else:
-            self.call_later(self._replay)
         self.message_tree.request_sync()
-        self.call_after_refresh(self.measure_context)  # tiktoken loads after the first frame
         self.gauge.steering(paused=not self.agent.auto_compact)
         if self.agent.messages:
             self.request_preview()
+
+    async def after_first_frame(self) -> None:
+        """What the first frame does not need, run once it is painted (the app calls this from its
+        Ready event): the chat's first blocks (Markdown), tiktoken, the views, the count and the window."""
+        messages, chars = self._history_at_start
+        if messages:
+            await self._replay(messages, chars)
+        else:
+            await self.chat.add_welcome(self._welcome())
+        self.measure_context()
         self._mount_views()
 
-    async def _replay(self) -> None:
-        messages = self.agent.messages
-        await self.chat.replay(messages)
+    async def _replay(self, messages: list[dict[str, Any]] | None = None, chars: int | None = None) -> None:
+        messages = self.agent.messages if messages is None else messages
+        chars = self.agent.chars if chars is None else chars
         where = f" from {self.agent.resumed_from}" if self.agent.resumed_from else ""
-        await self.chat.add_notice(
-            f"resumed {plural(len(messages), 'message')} ({count(self.agent.chars)} chars){where}: "
+        await self.chat.replay(messages, notice=(
+            f"resumed {plural(len(messages), 'message')} ({count(chars)} chars){where}: "
             "the chat shows the conversation, the inspector what sits in context"
-        )
+        ))
 
     def _welcome(self) -> str:
         model = self.agent.model

@@ -4,16 +4,34 @@ Text from the user, the model and the tools is wrapped in `Content` (never parse
 markers such as `[Earlier tool result saved at PATH]` would otherwise be read as style tags. It also
 goes through `core.text.visible` first, so an escape sequence in it (OSC 2 title, OSC 52 clipboard,
 cursor movement) is shown as `\x1b...` and never reaches the terminal.
+
+`AssistantBlock` (Markdown) lives in tui/widgets/assistant_block.py and is imported from here on
+first use (`from tui.widgets.chat_blocks import AssistantBlock` works as before), so the chat's
+first frame does not wait for markdown-it.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from textual.content import Content
-from textual.widgets import Markdown, Static
+from textual.widgets import Static
 
 from core.events import CompactionStep
 from core.text import one_line, visible
 from tui.format import count, plural
+
+if TYPE_CHECKING:
+    pass
+
+
+def __getattr__(name: str) -> Any:
+    """`AssistantBlock`, imported when first asked for (it brings Textual's Markdown)."""
+    if name == "AssistantBlock":
+        from tui.widgets.assistant_block import AssistantBlock
+
+        return AssistantBlock
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 STEP_ICONS = {
     "tool_result_budget": "⇲",
@@ -56,19 +74,6 @@ class UserBlock(Static):
         return Content.assemble(
             visible(head), (f"\n… {count(rest)} more chars ({plural(len(lines), 'line')} in all)", "dim italic")
         )
-
-
-class AssistantBlock(Markdown):
-    """Assistant text, streamed through `Markdown.get_stream()` (the pane escapes it before writing)."""
-
-    DEFAULT_CSS = """
-    AssistantBlock {
-        margin: 1 0 0 0;
-        padding: 0 1 0 2;
-        background: transparent;
-        &.-cancelled { opacity: 70%; }
-    }
-    """
 
 
 class NoticeLine(Static):

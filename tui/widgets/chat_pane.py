@@ -4,13 +4,14 @@ The transcript is anchored once and never scrolled per chunk. Old block widgets 
 `max_blocks`; the history itself lives in the agent, so nothing is lost (the inspector shows it).
 The screen calls one public method per core event; `replay` rebuilds the chat of a resumed session
 from its history. Untrusted text is escaped (`core.text.visible`) before it becomes Content or
-Markdown.
+Markdown. Textual's Markdown (markdown-it, pygments) is imported with the first assistant block,
+not with this module, so the empty chat of the first frame does not wait for it.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on
 from textual.app import ComposeResult
@@ -18,18 +19,21 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Markdown
-from textual.widgets.markdown import MarkdownStream
 
 from core.events import CompactionStep
 from core.markers import parse_marker
 from core.text import visible
 from tui.format import duration, plural
-from tui.widgets.chat_blocks import AssistantBlock, CompactionNotice, ErrorLine, NoticeLine, UserBlock
+from tui.widgets.chat_blocks import CompactionNotice, ErrorLine, NoticeLine, UserBlock
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_replay import replay_specs
 from tui.widgets.line import Line
 from tui.widgets.tool_block import ToolBlock
+
+if TYPE_CHECKING:
+    from textual.widgets.markdown import MarkdownStream
+
+    from tui.widgets.assistant_block import AssistantBlock
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
@@ -159,9 +163,11 @@ class ChatPane(Vertical):
     async def add_text(self, fragment: str) -> None:
         """Stream a fragment of assistant text into the current Markdown block (made on demand)."""
         if self._stream is None:
+            from tui.widgets.assistant_block import AssistantBlock
+
             self._assistant = AssistantBlock()
             await self._add(self._assistant)
-            self._stream = Markdown.get_stream(self._assistant)
+            self._stream = AssistantBlock.get_stream(self._assistant)
         self._streamed = True
         await self._stream.write(visible(fragment))
 
@@ -175,6 +181,8 @@ class ChatPane(Vertical):
                 str(block.get("text", "")) for block in content if block.get("type") == "text"
             ).strip()
             if text:
+                from tui.widgets.assistant_block import AssistantBlock
+
                 await self._add(AssistantBlock(visible(text)))
         self._assistant = None
         self._streamed = False
@@ -198,11 +206,25 @@ class ChatPane(Vertical):
     async def add_compaction(self, step: CompactionStep) -> None:
         await self._add(CompactionNotice(step))
 
+    async def _add_first(self, widgets: list[Widget]) -> None:
+        """Mount `widgets` at the top of the transcript. The welcome and a resumed history come right
+        after the first frame, and a message sent at once may already be in the transcript below them."""
+        if not widgets or not self.transcript.is_attached or self.app.return_code is not None:
+            return
+        children = self.transcript.children
+        await self.transcript.mount_all(widgets, before=children[0] if children else None)
+        self._prune()
+
     async def add_welcome(self, markdown: str) -> None:
-        await self._add(AssistantBlock(markdown, classes="welcome"))
+        """The welcome text (trusted Markdown), first in the transcript."""
+        from tui.widgets.assistant_block import AssistantBlock
+
+        await self._add_first([AssistantBlock(markdown, classes="welcome")])
 
     async def add_help(self, markdown: str) -> None:
         """ctxtui's own help text (trusted Markdown)."""
+        from tui.widgets.assistant_block import AssistantBlock
+
         await self.end_assistant()
         await self._add(AssistantBlock(markdown, classes="help"))
 
@@ -250,11 +272,11 @@ class ChatPane(Vertical):
 
     # --- a resumed session ---------------------------------------------------------------------
 
-    async def replay(self, messages: list[dict[str, Any]]) -> None:
+    async def replay(self, messages: list[dict[str, Any]], notice: str | None = None) -> None:
         """Show a resumed history as it was: user and assistant text, tool calls with their results,
-        compaction markers as notices; only the newest `replay_blocks` blocks are built. The prompt
-        history is restored from the user's own messages."""
-        await self.end_assistant()
+        compaction markers as notices, then `notice`; only the newest `replay_blocks` blocks are built.
+        The blocks go first in the transcript (see `_add_first`). The prompt history is restored from
+        the user's own messages."""
         specs = replay_specs(messages)
         self.input.prompt_history[:0] = [
             message["content"] for message in messages
@@ -262,14 +284,16 @@ class ChatPane(Vertical):
             and parse_marker(message["content"]) is None
         ]
         shown = specs[-self.replay_blocks:]
+        blocks: list[Widget] = []
         if len(shown) < len(specs):
-            await self._add(NoticeLine(
+            blocks.append(NoticeLine(
                 f"{plural(len(specs) - len(shown), 'earlier block')} not shown (the inspector holds the whole history)",
                 icon="…",
             ))
-        if shown and self.transcript.is_attached:
-            await self.transcript.mount_all([spec.widget() for spec in shown])
-            self._prune()
+        blocks.extend(spec.widget() for spec in shown)
+        if notice is not None:
+            blocks.append(NoticeLine(notice))
+        await self._add_first(blocks)
         self.transcript.anchor()
 
     def toggle_tools(self) -> None:

@@ -14,7 +14,7 @@ from textual.widget import Widget
 from core.history import result_text
 from core.markers import parse_marker
 from core.text import visible
-from tui.widgets.chat_blocks import AssistantBlock, NoticeLine, UserBlock
+from tui.widgets.chat_blocks import NoticeLine, UserBlock
 from tui.widgets.tool_block import ToolBlock
 
 
@@ -31,6 +31,8 @@ class ReplaySpec:
         if self.kind == "user":
             return UserBlock(self.text)
         if self.kind == "assistant":
+            from tui.widgets.assistant_block import AssistantBlock
+
             return AssistantBlock(visible(self.text))
         if self.kind == "marker":
             return NoticeLine(self.text, icon="Σ")
