@@ -5,73 +5,56 @@ things happen: it is the only channel from the core to a UI. A tool that needs c
 `PermissionRequested` and waits for its `reply` future. Whatever happens (an API error, a failed
 summary, a cancelled task, a closed generator) one place, `_finish`, ends the turn, and the history
 it leaves is API-valid: every tool_use is answered and no half-written assistant message is kept.
+
+The Agent's other jobs live in parts it inherits, one module each: `core.agent_base` (the shared
+state, history changes, the session log, measuring), `core.agent_compaction` (running the pipeline's
+steps and keeping them for undo), `core.agent_steering` (the user's actions on the context) and
+`core.agent_sessions` (new session, resume). This module holds the Agent itself: its state, how it
+is built, and the turn loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import os
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+from core.agent_base import Message
+from core.agent_compaction import AgentCompaction
+from core.agent_sessions import AgentSessions, last_user_request, resumed_session
+from core.agent_steering import AgentSteering
 from core.archive import Archive
-from core.compaction import CompactionError, Compactor, Summarize, conversation_text
+from core.compaction import Compactor, Summarize
 from core.config import Settings
-from core.counting import count_next_request
 from core.events import (
     PERMISSION_CHOICES,
     AgentEvent,
     AssistantMessage,
     CompactionStep,
-    ContextMeasured,
     ContextSampled,
     ErrorEvent,
-    HistoryChanged,
     Notice,
     PermissionRequested,
-    Splice,
-    StepName,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
     TurnFinished,
     TurnStarted,
 )
-from core.history import (
-    USER_PIN_PREFIX,
-    find_user_message,
-    interrupted_result,
-    splice_between,
-    text_of,
-    tool_result_ids,
-    user_pin_key,
-)
+from core.history import interrupted_result, text_of, user_pin_key
 from core.markers import parse_marker
-from core.model.base import (
-    SUMMARY_RETRIES,
-    Model,
-    ModelError,
-    ModelResponse,
-    PromptTooLongError,
-    Retrying,
-    TextChunk,
-)
-from core.session import SessionLog, resume_path
-from core.steering import Compaction, SteeringError, drop_result, find_result, restore_result, undo
+from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, Retrying, TextChunk
+from core.session import SessionLog
+from core.steering import Compaction
 from core.store import History
-from core.text import error_line, one_line
 from core.tokens import TokenCounter
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput, Workspace
-from core.usage import ContextSample, Timeline, TokenCount, price_for
-
-Message = dict[str, Any]
-_T = TypeVar("_T")
+from core.usage import Timeline, price_for
 
 SYSTEM_PROMPT = """You are a coding agent working in the directory {workdir} through tools: bash, read_file, \
 write_file, edit_file, glob and compact. Work step by step, read before you edit, and keep answers short.
@@ -104,7 +87,7 @@ class _Turn:
         self.error, self.error_kind = message, kind
 
 
-class Agent:
+class Agent(AgentSteering, AgentSessions, AgentCompaction):
     """One conversation with a model, its tools and its compaction pipeline."""
 
     def __init__(
@@ -134,7 +117,7 @@ class Agent:
         """Run tools that need consent without asking (`--yes`)."""
         self.allowed_for_session: set[str] = set()
         """Tools the user allowed for the rest of this session ("session" answers)."""
-        self.last_request = _last_request(self._messages)
+        self.last_request = last_user_request(self._messages)
         self.last_input_tokens: int | None = None
         self.running = False
         self.resumed_from: str | None = None
@@ -171,137 +154,15 @@ class Agent:
             glob_time_budget=settings.glob_time_budget,
         )
         compactor = Compactor(archive, summarize=model.summarize, settings=settings.compaction)
-        messages: list[Message] = []
-        pins: list[str] = []
-        resumed = None
-        undo: list[Compaction] = []
-        if settings.resume:
-            latest = resume_path(settings.state_dir, settings.resume_id)
-            if latest is not None:
-                replay = SessionLog.replay(latest, undo_depth=settings.undo_depth)
-                messages, pins, undo = replay.messages, replay.pins, replay.compactions
-                resumed = str(latest)
+        replay, resumed = resumed_session(settings)
         session = SessionLog.create(settings.state_dir, {"model": model.name, "workdir": str(workdir)})
-        agent = cls(model, toolbox, compactor, settings=settings, session=session, messages=messages,
+        agent = cls(model, toolbox, compactor, settings=settings, session=session, messages=replay.messages,
                     allow_all=allow_all)
-        agent._take_over(undo, pins)
+        agent._take_over(replay.compactions, replay.pins)
         if resumed is not None:
-            agent.resumed_from = resumed
-            agent._announce = Notice(f"resumed {len(messages)} messages from {resumed}")
+            agent.resumed_from = str(resumed)
+            agent._announce = Notice(f"resumed {len(replay.messages)} messages from {resumed}")
         return agent
-
-    # --- state ----------------------------------------------------------------------------------
-
-    @property
-    def messages(self) -> History:
-        """The current history (plain dicts, Messages API shape), in a list that records its changes."""
-        return self._messages
-
-    @property
-    def archive(self) -> Archive:
-        return self.compactor.archive
-
-    @property
-    def chars(self) -> int:
-        return self.compactor.estimate_chars(self._messages)
-
-    @property
-    def timeline(self) -> list[ContextSample]:
-        """**contract** One sample per model call, oldest first (what was sent, the steps before it, usage)."""
-        return list(self._timeline.samples)
-
-    def _append(self, message: Message, reason: str) -> HistoryChanged:
-        start = len(self._messages)
-        self._messages.append(message)
-        if self.session is not None:
-            self.session.message(message)
-        return self._changed((Splice(start, 0, (message,)),), reason)
-
-    def _replace(
-        self, messages: Sequence[Message], reason: str, changes: tuple[Splice, ...] | None = None
-    ) -> HistoryChanged | None:
-        """Make the history `messages`; `changes`, when the compactor reported them, saves the diff."""
-        if changes is None:
-            changes = splice_between(self._messages, messages)
-        if not changes:
-            return None
-        self._messages.apply(changes)
-        if self.session is not None:
-            self.session.change(changes, self._messages, reason)
-        return self._changed(changes, reason)
-
-    def _changed(self, changes: tuple[Splice, ...], reason: str) -> HistoryChanged:
-        return HistoryChanged(len(self._messages), self.chars, changes, reason)
-
-    async def measure(self) -> ContextMeasured:
-        """The figures of the history as it is now (tokens counted off the event loop)."""
-        tokens: int | None
-        try:
-            tokens = await self.tokens.count_async(self._messages)
-        except Exception:
-            tokens = None
-        return ContextMeasured(
-            chars=self.chars,
-            limit=self.compactor.settings.context_char_limit,
-            messages=len(self._messages),
-            tokens=tokens,
-            input_tokens=self.last_input_tokens,
-        )
-
-    async def count_next_request(self, debounce: float = 0.0) -> TokenCount:
-        """The size of the next request: exact from the model's count_tokens, else the labelled estimate."""
-        return await count_next_request(
-            self.model, self.tokens, system=self.system_prompt, messages=self._messages,
-            tools=self.toolbox.schemas, debounce=debounce,
-        )
-
-    def new_session(self) -> HistoryChanged:
-        """Forget the history and start a new session file (archives and old sessions stay on disk)."""
-        changes = self._messages.replace([])
-        self.last_request = ""
-        self.last_input_tokens = None
-        self.allowed_for_session.clear()
-        self.compactions.clear()
-        self.compactor.pinned = frozenset()
-        self._timeline = Timeline(self._timeline.price, offline=self._timeline.offline)  # cost is per session
-        if self.session is not None:
-            previous = self.session
-            self.session = SessionLog.create(self.settings.state_dir, {"model": self.model.name})
-            previous.close_soon()
-        return self._changed(changes, "new session")
-
-    async def resume(self, path: Path) -> HistoryChanged:
-        """Continue the session in `path` (the session picker): its validated history replaces this
-        one and a new session file records it, as `--resume` does at start. Minimal on purpose: the
-        timeline, compaction record and session permissions start empty, as after `new_session`."""
-        self._idle("resume a session")
-        replay = await asyncio.to_thread(SessionLog.replay, path, self.settings.undo_depth)
-        self._idle("resume a session")
-        self.new_session()
-        changes = self._messages.replace(replay.messages)
-        self.last_request = _last_request(self._messages)
-        self.resumed_from = str(path)
-        self._take_over(replay.compactions, replay.pins)
-        return self._changed(changes, "resume")
-
-    def _take_over(self, undo: Sequence[Compaction], pins: Sequence[str]) -> None:
-        """A resumed history's undo records and pins (those still in it) become this session's,
-        and the new session file starts with them."""
-        usable: list[Compaction] = []
-        following: Sequence[Message] = self._messages
-        for record in reversed(undo):  # newest first: what each left must start what followed it
-            if len(following) < len(record.after) or any(
-                    a != b for a, b in zip(following, record.after, strict=False)):
-                break
-            usable.append(record)
-            following = record.before
-        self.compactions = usable[::-1][-self.settings.undo_depth:] if self.settings.undo_depth else []
-        self._log_resumed(self.compactions)
-        kept = frozenset(key for key in pins if _pin_target(self._messages, key) is not None)
-        if kept:
-            self.compactor.pinned = kept
-            if self.session is not None:
-                self.session.pins(kept)
 
     # --- the turn -------------------------------------------------------------------------------
 
@@ -487,357 +348,6 @@ class Agent:
         if not turn.finished and self.session is not None:
             self.session.record({"type": "event", "kind": "TurnCancelled", "event": {}})
 
-    # --- compaction -----------------------------------------------------------------------------
-
-    async def _prepare(self) -> AsyncGenerator[AgentEvent, None]:
-        """The pipeline before a model call; a failed step keeps what succeeded and the turn goes on."""
-        self._steps.clear()
-        self._timeline.note_before(self.chars)
-        if not self.auto_compact:
-            limit = self.compactor.settings.context_char_limit
-            if self.chars > limit:
-                yield Notice(
-                    f"automatic compaction is paused: the context is {self.chars:,} chars, over the "
-                    f"{limit:,}-char limit (the API may refuse it; reactive compaction still guards that)",
-                    "warning",
-                )
-            return
-        done: list[tuple[Splice, ...]] = []
-        try:
-            async for notice in self._retries_while(
-                    self.compactor.prepare_changes(self._messages, self.last_request), done):
-                yield notice
-            changes = done[0]
-        except CompactionError as error:
-            for step in self._take_steps():
-                yield step
-            if error.partial is not None and (changed := self._replace(error.partial, "prepare (partial)")):
-                yield changed
-            yield ErrorEvent(f"compaction: {error}; going on with the context as it is", "compaction")
-            return
-        steps = self._take_steps()
-        for step in steps:
-            yield step
-        if changed := self._compacted(steps, self._messages, "prepare", changes):
-            yield changed
-
-    @staticmethod
-    async def _retries_while(call: Awaitable[_T], result: list[_T]) -> AsyncGenerator[AgentEvent, None]:
-        """Run a compactor call, yielding a retry notice for every retry inside its summary call as
-        it happens (`core.model.base.report_retry`); its value is appended to `result`, its
-        exception raised after the notices. Closing the generator cancels the call."""
-        queue: asyncio.Queue[Retrying] = asyncio.Queue()
-        token = SUMMARY_RETRIES.set(queue.put_nowait)
-        try:
-            task = asyncio.ensure_future(call)  # the task takes a copy of this context, the sink set
-        finally:
-            SUMMARY_RETRIES.reset(token)
-        try:
-            while not task.done():
-                waiting = asyncio.ensure_future(queue.get())
-                await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
-                if waiting.done():
-                    yield Notice(f"retrying: {waiting.result().message}", "retry")
-                else:
-                    waiting.cancel()
-            while not queue.empty():
-                yield Notice(f"retrying: {queue.get_nowait().message}", "retry")
-            result.append(task.result())
-        finally:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-
-    async def _compaction(
-        self, step: StepName, focus: str | None, summary: str | None = None
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """compact_history (the compact tool, the user) or reactive_compact (an API refusal)."""
-        self._steps.clear()
-        self._timeline.note_before(self.chars)
-        call: Awaitable[list[Message]]
-        if step == "reactive_compact":
-            call = self.compactor.reactive_compact(self._messages, self.last_request)
-            label = "reactive compaction"
-        else:
-            call = self.compactor.compact_history(self._messages, self.last_request, focus=focus, summary=summary)
-            label = "compact"
-        done: list[list[Message]] = []
-        try:
-            async for notice in self._retries_while(call, done):
-                yield notice
-            compacted = done[0]
-        except CompactionError as error:
-            for event in self._take_steps():
-                yield event
-            yield ErrorEvent(f"{label}: {error}", "compaction")
-            return
-        steps = self._take_steps()
-        for event in steps:
-            yield event
-        if changed := self._compacted(steps, compacted, step):
-            yield changed
-
-    def _compacted(
-        self, steps: list[CompactionStep], messages: Sequence[Message], reason: str,
-        changes: tuple[Splice, ...] | None = None,
-    ) -> HistoryChanged | None:
-        """Apply a compaction's result and remember it for undo, in memory and in the session log
-        (the history changes in place, so the list before it is copied first)."""
-        if changes is None:
-            changes = splice_between(self._messages, messages)
-        if not changes:
-            return None
-        before = tuple(self._messages)
-        names = tuple(step.step for step in steps)
-        files = tuple(path for step in steps for path in step.files_written)
-        if names and self.session is not None and self.settings.undo_depth:
-            self.session.compaction(reason, names, files)  # the change written next is this compaction
-        changed = self._replace(messages, reason, changes)
-        if names:
-            self._remember(Compaction(names, before, tuple(self._messages), files))
-        return changed
-
-    def _remember(self, compaction: Compaction) -> None:
-        """Keep a compaction for undo; only the newest `undo_depth` are kept, so what left the
-        history is not held forever (the archive keeps every byte of it on disk)."""
-        self.compactions.append(compaction)
-        del self.compactions[: max(0, len(self.compactions) - self.settings.undo_depth)]
-
-    def _log_resumed(self, compactions: Sequence[Compaction]) -> None:
-        """Start the new session file of a resumed session: the history, and the undo records it
-        carries, so a resume of this file offers the same undo. With records, the log starts from
-        the oldest record's history and replays each compaction (what came between them as plain
-        changes), ending at the current history."""
-        session = self.session
-        if session is None or not self._messages:
-            return
-        if not compactions:
-            session.replace(self._messages, "resume")
-            return
-        state: Sequence[Message] = compactions[0].before
-        session.replace(state, "resume")
-        for record in compactions:
-            if changes := splice_between(state, record.before):
-                session.change(changes, record.before, "resume")
-            if changes := splice_between(record.before, record.after):
-                session.compaction("resume", record.steps, record.files)
-                session.change(changes, record.after, "resume")
-            state = record.after
-        if changes := splice_between(state, self._messages):
-            session.change(changes, self._messages, "resume")
-
-    def _take_steps(self) -> list[CompactionStep]:
-        steps, self._steps[:] = list(self._steps), []
-        for step in steps:
-            self._timeline.note_step(step.step, step.saved)
-        return steps
-
-    # --- steering (the user's hand on the context) -------------------------------------------
-
-    def _idle(self, action: str) -> None:
-        if self.running:
-            raise SteeringError(f"cannot {action} while a turn is running")
-
-    async def drop(self, tool_use_id: str) -> HistoryChanged | None:
-        """Archive one tool result now and leave a placeholder, exactly as micro_compact would."""
-        self._idle("drop a result")
-        messages, path = await drop_result(self._messages, self.archive, tool_use_id)
-        self._log(Notice(f"dropped the result of {tool_use_id}: saved at {path}"))
-        return self._replace(messages, "drop")
-
-    async def restore(self, path: str) -> HistoryChanged | None:
-        """The archived text at `path` is back in context, byte-exact (at its place when its marker is
-        still there, else appended as a labelled message). Refused when it alone is over the limit."""
-        self._idle("restore a result")
-        messages, where = await restore_result(
-            self._messages, self.archive, path, self.compactor.settings.context_char_limit
-        )
-        self._log(Notice(f"restored {path} ({where})"))
-        return self._replace(messages, "restore")
-
-    async def undo_compaction(self) -> HistoryChanged | None:
-        """Reverse the last compaction: what it removed is back, byte-exact and in place, and every
-        message added after it stays after it. Falsy when there is nothing to undo."""
-        self._idle("undo a compaction")
-        if not self.compactions:
-            return None
-        last = self.compactions[-1]
-        messages = undo(self._messages, last)
-        self.compactions.pop()
-        self._log(Notice(f"undid {' + '.join(last.steps)} (its files stay in the archive)"))
-        return self._replace(messages, "undo")
-
-    @property
-    def pinned(self) -> frozenset[str]:
-        """What every compaction step keeps byte-exact: tool_use ids (their results, in a pair with
-        the tool_use) and `user:` keys of user messages (`core.history.user_pin_key`)."""
-        return self.compactor.pinned
-
-    async def pin(self, tool_use_id: str) -> Notice:
-        """Pin a tool result (by its tool_use id) or a user message (by its `user:` key, see
-        `pin_key`): every step keeps it byte-exact. Saved with the session.
-
-        The notice it returns is a warning when the pinned items alone are over the context limit.
-        """
-        what = self._pin_label(tool_use_id)
-        if tool_use_id in self.pinned:
-            return Notice(f"{what} is already pinned")
-        if _pin_target(self._messages, tool_use_id) is None:
-            if tool_use_id.startswith(USER_PIN_PREFIX):
-                raise SteeringError(f"no user message {tool_use_id!r} in the context")
-            raise SteeringError(f"no tool result for {tool_use_id!r} in the context "
-                                "(tool results and user messages can be pinned)")
-        self._set_pins(self.pinned | {tool_use_id})
-        return self._pins_notice(f"pinned {what}: every compaction step keeps it byte-exact")
-
-    async def unpin(self, tool_use_id: str) -> Notice:
-        """Unpin a tool result or a user message; compaction may shorten it again."""
-        what = self._pin_label(tool_use_id)
-        if tool_use_id not in self.pinned:
-            raise SteeringError(f"{what} is not pinned")
-        self._set_pins(self.pinned - {tool_use_id})
-        return self._pins_notice(f"unpinned {what}")
-
-    def pin_key(self, index: int) -> str | None:
-        """The key `pin` takes for the message at `index`: its tool_use id for a message of one
-        tool result, its `user:` key for a user message of text, else None (a marker, a reply)."""
-        if not 0 <= index < len(self._messages):
-            return None
-        message = self._messages[index]
-        ids = tool_result_ids(message)
-        if len(ids) == 1:
-            return ids[0]
-        return user_pin_key(message)
-
-    def _pin_label(self, key: str) -> str:
-        """How a notice names what `key` pins: a user message by its first words."""
-        if not key.startswith(USER_PIN_PREFIX):
-            return f"the result of {key}"
-        index = find_user_message(self._messages, key)
-        if index is None:
-            return f"the user message {key}"
-        return f"the user message {one_line(text_of(self._messages[index]), 40)!r} ({key})"
-
-    def _set_pins(self, ids: frozenset[str]) -> None:
-        self.compactor.pinned = ids
-        if self.session is not None:
-            self.session.pins(ids)
-
-    def pinned_chars(self) -> int:
-        """The JSON size of what is pinned (results with their tool_use blocks, user messages), as
-        the summary carries them."""
-        parts: list[Any] = []
-        for key in self.pinned:
-            target = _pin_target(self._messages, key)
-            if target is None:
-                continue
-            index, block_index = target
-            message = self._messages[index]
-            parts.append(message if block_index is None else message["content"][block_index])
-        return len(json.dumps(parts, default=str, ensure_ascii=False))
-
-    def _pins_notice(self, text: str) -> Notice:
-        limit = self.compactor.settings.context_char_limit
-        size = self.pinned_chars() if self.pinned else 0
-        if size > limit:
-            notice = Notice(
-                f"{text}; the pinned items alone are {size:,} chars, over the {limit:,}-char limit: "
-                "compaction cannot bring the context under it (unpin some)", "warning")
-        else:
-            notice = Notice(text)
-        self._log(notice)
-        return notice
-
-    async def preview(self) -> list[CompactionStep]:
-        """What the next prepare would do now, step by step (writes nothing, calls no model)."""
-        self._idle("preview the next call")
-        return await self.compactor.dry_run(self._messages, self.last_request)
-
-    async def recompact_warning(self) -> Notice | None:
-        """After an undo: a warning when automatic compaction would compact again on the next call."""
-        if not self.auto_compact or self.running:
-            return None
-        fired = [step.step for step in await self.preview() if step.saved > 0 or step.step == "compact_history"]
-        if not fired:
-            return None
-        notice = Notice(
-            f"automatic compaction is on: the next call would run {' + '.join(dict.fromkeys(fired))} again; "
-            "pause it, or compact with a focus instead", "warning")
-        self._log(notice)
-        return notice
-
-    async def draft_summary(self, focus: str | None = None) -> str:
-        """A summary of the history as a manual compact would ask for it; changes nothing.
-
-        Review (and edit) it, then `compact(focus, summary=text)` puts exactly that text in.
-        """
-        self._idle("draft a summary")
-        if not self._messages:
-            raise SteeringError("nothing to summarise yet")
-        summarize = self.compactor.summarize
-        if summarize is None:
-            raise SteeringError("no summarizer configured")
-        text = conversation_text(self._messages, self.compactor.settings.summary_input_char_limit)
-        try:
-            summary = await summarize(text, focus)
-        except Exception as error:
-            raise SteeringError(f"the summary failed: {error_line(error)}") from error
-        if not isinstance(summary, str) or not summary.strip():
-            raise SteeringError("the summary came back empty")
-        return summary
-
-    async def archive_request(self, text: str) -> str:
-        """Save a request too long for the context in the archive; returns the short message to send instead.
-
-        The message names the file (the model reads it with read_file) and keeps a preview.
-        """
-        name = f"user-request-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
-        path = await self.archive.save_tool_result(name, text)
-        preview = text[: self.compactor.settings.fit_preview_chars]
-        return (
-            f"[My message is {len(text):,} chars long, too long for the context: it is saved whole at {path}. "
-            f"Read it with read_file (offset/limit) before answering.]\n\nIts beginning:\n{preview}"
-        )
-
-    async def compact(self, focus: str | None = None, summary: str | None = None) -> AsyncIterator[AgentEvent]:
-        """Compact the history now, on the user's request (the focus goes into the summary request).
-
-        `summary` (e.g. a reviewed `draft_summary`) is used exactly as given instead of asking the model.
-        """
-        if self.running:
-            yield ErrorEvent("cannot compact while a turn is running", "busy")
-            return
-        if not self._messages:
-            yield ErrorEvent("nothing to compact yet", "compaction")
-            return
-        self.running = True
-        try:
-            async with contextlib.aclosing(self._compaction("compact_history", focus, summary)) as events:
-                async for event in events:
-                    yield self._log(event)
-                    if notice := self._session_notice():
-                        yield notice
-            yield await self.measure()
-        finally:
-            self.running = False
-
-    # --- the session log ------------------------------------------------------------------------
-
-    def _log(self, event: AgentEvent) -> AgentEvent:
-        """Record the events the session log keeps; hand the event back."""
-        if self.session is not None and isinstance(event, CompactionStep | Notice | ErrorEvent):
-            self.session.event(event)
-        return event
-
-    def _session_notice(self) -> Notice | None:
-        """A notice the first time the session log fails to write (and again if the failure changes)."""
-        error = self.session.error if self.session is not None else None
-        if error and error != self._session_error:
-            self._session_error = error
-            return self._log(Notice(f"{error} (kept in memory, retried on the next write)", "session"))  # type: ignore[return-value]
-        return None
-
     async def aclose(self) -> None:
         if self.session is not None:
             await self.session.close()
@@ -869,13 +379,6 @@ def _unanswered_request(message: Message) -> bool:
     )
 
 
-def _last_request(messages: list[Message]) -> str:
-    for message in reversed(messages):
-        if message.get("role") == "user" and isinstance(message.get("content"), str):
-            return str(message["content"])
-    return ""
-
-
 def make_model(settings: Settings) -> Model:
     """The Anthropic model when a key is configured (and --offline is not set), else the offline one."""
     if settings.use_offline:
@@ -895,11 +398,3 @@ def make_model(settings: Settings) -> Model:
 
 
 __all__ = ["PERMISSION_CHOICES", "Agent", "make_model"]
-
-
-def _pin_target(messages: Sequence[Message], key: str) -> tuple[int, int | None] | None:
-    """Where what `key` pins is: (message, block) of a tool result, (message, None) of a user message."""
-    if key.startswith(USER_PIN_PREFIX):
-        index = find_user_message(messages, key)
-        return None if index is None else (index, None)
-    return find_result(messages, key)
