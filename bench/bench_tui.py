@@ -269,7 +269,7 @@ async def bench_history(workdir: Path, count: int, appends: int = 30) -> dict[st
             agent.messages.append(message)
             change = core_events.Splice(len(agent.messages) - 1, 0, (message,))
             event = core_events.HistoryChanged(len(agent.messages), agent.chars, (change,), "bench")
-            app.post_message(msg.HistoryChanged(event))
+            app.main.post_message(msg.HistoryChanged(event))  # the screen handles core events
             await wait_for(pilot, tree_has(before + 1))
             costs.append(time.perf_counter() - start)
         nodes_ok = len(tree.entries) == count + appends
