@@ -151,7 +151,8 @@ async def main(megabytes: int) -> None:
     for name, value, other in rows:
         print(f"{name:<{width}}  {ms(value)}  {ms(other)}  {value / other:6.3f}x")
     print(f"(viewer: line index complete after {ms(mine['indexed']).strip()}, in a worker; a key press bound"
-          f" to nothing costs the headless driver {ms(mine['idle']).strip()})")
+          f" to nothing costs the headless driver {ms(mine['idle']).strip()}, so page down itself costs"
+          f" {ms(max(0.0, mine['page'] - mine['idle'])).strip()})")
 
 
 if __name__ == "__main__":
