@@ -31,7 +31,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import aiofiles
-import aiofiles.os
 
 from core.jsontext import dumps
 from core.text import error_line
@@ -137,20 +136,13 @@ class Archive:
 
         Saving the same text under the same id again returns the same path.
         """
-        base = safe_name(tool_use_id or "unknown")
-        data = text.encode("utf-8", "surrogatepass")
-        target = self.tool_results_dir / f"{base}.txt"
-        if not await self._store_new(target, data):
-            target = self.tool_results_dir / f"{base}-{_digest(text)}.txt"
-            if not await self._store_new(target, data):
-                raise ArchiveError(f"cannot archive tool result {tool_use_id!r}: name collision at {target}")
-        await self._record(target, data, tool_use_id)
-        return self.relative(target)
+        return (await self.save_tool_results([(tool_use_id, text)]))[0]
 
     async def save_tool_results(self, items: list[tuple[str, str]]) -> list[str]:
         """Store many (tool_use_id, text) pairs in one trip to a worker thread; returns their paths.
 
-        The same atomic, never-overwrite rules as `save_tool_result`. One thread hop for the batch
+        Each file is written whole and never overwrites another (`_store_new_sync`); saving the
+        same text under the same id again gives the same path. One thread hop for the batch
         instead of five aiofiles hops per file: micro_compact often saves dozens of results at
         once, and the hops, not the disk, were most of its time.
         """
@@ -172,7 +164,7 @@ class Archive:
             data = text.encode("utf-8", "surrogatepass")
             digest = hashlib.sha256(data).hexdigest()  # the collision name and the manifest share it
             for target in (self.tool_results_dir / f"{base}.txt", self.tool_results_dir / f"{base}-{digest[:10]}.txt"):
-                if self._store_new_sync(target, data):
+                if self._store_new_sync(target, data, digest):
                     stored.append((target, digest, tool_use_id))
                     paths.append(self.relative(target))
                     break
@@ -182,28 +174,22 @@ class Archive:
         self._manifest.record(stored)
         return paths
 
-    def _store_new_sync(self, target: Path, data: bytes) -> bool:
-        """`_store_new` for a worker thread (plain os calls)."""
+    def _store_new_sync(self, target: Path, data: bytes, digest: str) -> bool:
+        """Write `data` to `target` atomically unless it exists (in a worker thread).
+
+        True when `target` now holds `data` (written now or already identical), False when it
+        holds something else. The file appears whole or not at all: it is written under a
+        temporary name, then put in place by `_place_sync`, which never overwrites, so concurrent
+        writers can never clobber each other.
+        """
         temp = target.with_name(f".{target.name}.{os.getpid()}.{next(self._counter)}.tmp")
         try:
             with open(temp, "xb", opener=private_opener) as handle:
                 handle.write(data)
-            try:
-                os.link(temp, target)
-            except FileExistsError:
-                with open(target, "rb") as existing:
-                    return existing.read() == data
-            except OSError as error:
-                if error.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
-                    raise
-                if target.exists():
-                    with open(target, "rb") as existing:
-                        return existing.read() == data
-                os.replace(temp, target)
+            return _place_sync(temp, target, digest)
         finally:
             with contextlib.suppress(OSError):
                 os.remove(temp)
-        return True
 
     async def write_transcript(self, messages: Sequence[Any]) -> str:
         """Store a whole history as JSONL (one message per line); returns its relative path."""
@@ -243,46 +229,6 @@ class Archive:
             with contextlib.suppress(OSError):
                 os.remove(temp)
 
-    async def _record(self, target: Path, data: bytes, tool_use_id: str | None) -> None:
-        """Add a file just stored to its directory's manifest (what makes its markers trusted)."""
-        try:
-            await asyncio.to_thread(self._manifest.record, [(target, hashlib.sha256(data).hexdigest(), tool_use_id)])
-        except OSError as error:
-            raise ArchiveError(f"cannot write the archive manifest in {self.relative(target.parent)}: "
-                               f"{error_line(error)}") from error
-
-    async def _store_new(self, target: Path, data: bytes) -> bool:
-        """Write `data` to `target` atomically unless it exists.
-
-        True when `target` now holds `data` (written now or already identical), False when it
-        holds something else. Raises ArchiveError when the disk refuses. The file appears whole or
-        not at all: it is written under a temporary name, then hard-linked into place (which
-        fails instead of overwriting), so concurrent writers can never clobber each other.
-        """
-        await self._ensure_dir(target.parent)
-        temp = target.with_name(f".{target.name}.{os.getpid()}.{next(self._counter)}.tmp")
-        try:
-            async with aiofiles.open(temp, "xb", opener=private_opener) as handle:
-                await handle.write(data)
-            try:
-                await aiofiles.os.link(temp, target)
-            except FileExistsError:
-                return await self._holds(target, data)
-            except OSError as error:
-                if error.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
-                    raise
-                # Filesystems without hard links: rename, unless the name is taken.
-                if await aiofiles.os.path.exists(target):
-                    return await self._holds(target, data)
-                await aiofiles.os.replace(temp, target)
-        except OSError as error:
-            self._ready_dirs.discard(target.parent)  # re-created on the next save if it was removed
-            raise ArchiveError(f"cannot write archive file {self.relative(target)}: {error_line(error)}") from error
-        finally:
-            with contextlib.suppress(OSError):
-                await aiofiles.os.remove(temp)
-        return True
-
     async def _ensure_dir(self, folder: Path) -> None:
         """Create an archive directory once, and refuse one that leads out of the workdir."""
         if folder in self._ready_dirs:
@@ -296,13 +242,6 @@ class Archive:
                 f"refusing to write in {self.relative(folder)}: the archive directory leads out of the workdir"
             )
         self._ready_dirs.add(folder)
-
-    async def _holds(self, target: Path, data: bytes) -> bool:
-        try:
-            async with aiofiles.open(target, "rb") as handle:
-                return bool(await handle.read() == data)
-        except OSError as error:
-            raise ArchiveError(f"cannot read archive file {self.relative(target)}: {error_line(error)}") from error
 
     # --- paths ---------------------------------------------------------------------------------
 
