@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from fakeapi import FakeAnthropicServer
+
+from core.agent import Agent
 
 
 @pytest.fixture
@@ -21,3 +23,20 @@ def anthropic_env(fake_api: FakeAnthropicServer, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_api.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-real")
     return fake_api
+
+
+@pytest.fixture
+def no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No Anthropic key in the environment: the agent runs on the offline model (a test module
+    opts in with `pytestmark = pytest.mark.usefixtures("no_api_key")`)."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+
+
+@pytest.fixture
+async def made() -> AsyncIterator[list[Agent]]:
+    """A list a test appends the agents it makes to; each is closed (its session flushed) afterwards."""
+    agents: list[Agent] = []
+    yield agents
+    for agent in agents:
+        await agent.aclose()

@@ -6,8 +6,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from core.agent import UNANSWERED_MARK, Agent
 from core.archive import Archive
 from core.compaction import CompactionSettings
@@ -44,14 +42,6 @@ class FlakyModel:
 
     async def aclose(self) -> None:
         pass
-
-
-@pytest.fixture
-async def made(tmp_path: Path) -> AsyncIterator[list[Agent]]:
-    agents: list[Agent] = []
-    yield agents
-    for agent in agents:
-        await agent.aclose()
 
 
 def make(made: list[Agent], tmp_path: Path, model: Any, **compaction: Any) -> Agent:

@@ -28,11 +28,7 @@ from core.events import (
 from core.history import INTERRUPTED, estimate_chars, pairing_problems
 from core.tools import PERMISSION_DENIED
 
-
-@pytest.fixture(autouse=True)
-def no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+pytestmark = pytest.mark.usefixtures("no_api_key")
 
 
 @pytest.fixture

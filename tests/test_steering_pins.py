@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +21,7 @@ from core.steering import SteeringError
 Message = dict[str, Any]
 
 
-@pytest.fixture(autouse=True)
-def no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
-
-
-@pytest.fixture
-async def made() -> AsyncIterator[list[Agent]]:
-    agents: list[Agent] = []
-    yield agents
-    for agent in agents:
-        await agent.aclose()
+pytestmark = pytest.mark.usefixtures("no_api_key")
 
 
 def make(made: list[Agent], workdir: Path, resume: bool = False, instructions: str = "", **compaction: Any) -> Agent:

@@ -28,10 +28,7 @@ Message = dict[str, Any]
 PINNED = "Never touch the migrations folder; the deploy script depends on its exact layout. 汉字 é"
 
 
-@pytest.fixture(autouse=True)
-def no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+pytestmark = pytest.mark.usefixtures("no_api_key")
 
 
 class RecordingModel(OfflineModel):
@@ -46,14 +43,6 @@ class RecordingModel(OfflineModel):
         self.requests.append(json.loads(json.dumps(list(messages))))
         async for event in super().stream(system=system, messages=messages, tools=tools, max_tokens=max_tokens):
             yield event
-
-
-@pytest.fixture
-async def made() -> AsyncIterator[list[Agent]]:
-    agents: list[Agent] = []
-    yield agents
-    for agent in agents:
-        await agent.aclose()
 
 
 def make(made: list[Agent], workdir: Path, model: OfflineModel | None = None, resume: bool = False,

@@ -25,11 +25,7 @@ from core.usage import (
     window_for,
 )
 
-
-@pytest.fixture(autouse=True)
-def no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+pytestmark = pytest.mark.usefixtures("no_api_key")
 
 
 async def allow(tool: str, tool_input: dict[str, Any]) -> bool:
