@@ -29,7 +29,6 @@ from textual.widgets import ContentSwitcher, Footer
 
 from core.agent import Agent
 from core.breakdown import Breakdown
-from core.events import CompactionStep
 from core.text import visible
 from core.usage import TokenCount, session_cost
 from tui import actions
@@ -77,7 +76,6 @@ class MainScreen(TurnDriver, SteeringActions, InspectorViews, ArchiveOpening, Se
         self._activity = "idle"
         self._inspector_choice: bool | None = None
         self._preview_timer: Timer | None = None
-        self.preview_steps: list[CompactionStep] = []
         """The last preview of the next call (what the gauge line and the tree marks show)."""
         self._width_choice: int | None = None
         self.tracker = Breakdown(agent.messages)

@@ -15,7 +15,8 @@ from collections.abc import Awaitable, Callable
 from textual import work
 from textual.timer import Timer
 
-from core.events import CompactionStep, HistoryChanged, Notice
+from core.events import HistoryChanged, Notice
+from core.history import tool_result_ids
 from core.steering import SteeringError
 from core.text import visible
 from tui import messages as msg
@@ -33,7 +34,6 @@ class SteeringActions(MainScreenBase):
     """The steering actions and the preview of the next call."""
 
     _preview_timer: Timer | None
-    preview_steps: list[CompactionStep]
     """The last preview of the next call (what the gauge line and the tree marks show)."""
 
     def action_compact(self) -> None:
@@ -187,19 +187,10 @@ class SteeringActions(MainScreenBase):
         steps = await agent.preview() if agent.auto_compact else []
         if agent.running:
             return
-        self.preview_steps = steps
         files = {path for step in steps for path in step.files_written}
-        shortened: set[str] = set()
-        if files:
-            for message in agent.messages:
-                content = message.get("content")
-                if message.get("role") != "user" or not isinstance(content, list):
-                    continue
-                for block in content:
-                    if isinstance(block, dict) and block.get("type") == "tool_result":
-                        tool_use_id = str(block.get("tool_use_id"))
-                        if agent.archive.expected_tool_result_path(tool_use_id) in files:
-                            shortened.add(tool_use_id)
+        shortened = {tool_use_id for message in agent.messages if message.get("role") == "user"
+                     for tool_use_id in tool_result_ids(message)
+                     if agent.archive.expected_tool_result_path(tool_use_id) in files} if files else set()
         line = preview_summary(steps) if steps else ""
         self.gauge.steering(paused=not agent.auto_compact, preview=line,
                             warning=any(step.step == LOSSY for step in steps))

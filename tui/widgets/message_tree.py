@@ -37,6 +37,8 @@ from core.history import (
     message_chars,
     result_text,
     splice_between,
+    tool_result_ids,
+    tool_use_ids,
     user_pin_key,
 )
 from core.markers import Marker, parse_marker
@@ -168,6 +170,7 @@ class MessageTree(Tree[NodeInfo]):
         self._resolved: dict[str, ArchivedFile | None] = {}
         self._styles: dict[str, Style] = {}
         self.pinned: frozenset[str] = frozenset()  # tool_use ids and user: keys shown with 📌
+        self._user_pins: frozenset[str] = frozenset()  # the user: keys among them
         self.shortened: frozenset[str] = frozenset()  # tool_use ids the next call would shorten
 
     # --- syncing with the history ---------------------------------------------------------------
@@ -381,7 +384,7 @@ class MessageTree(Tree[NodeInfo]):
                 label.append(f" · {glyph}{info.markers[kind]}", style=self._style(kind))
         if info.markers.get("error"):
             label.append(f" · ✗{info.markers['error']}", style=self._style("error"))
-        ids = set(_result_ids(message))
+        ids = set(tool_result_ids(message))
         if ids & self.pinned or self._user_pinned(message):
             label.append(" · 📌 pinned", style=self._style("pinned"))
         if ids & self.shortened:
@@ -548,11 +551,12 @@ class MessageTree(Tree[NodeInfo]):
         """Mark pinned results and those the next call would shorten; relabels only the nodes concerned."""
         changed = (pinned ^ self.pinned) | (shortened ^ self.shortened)
         self.pinned, self.shortened = pinned, shortened
+        self._user_pins = frozenset(key for key in pinned if key.startswith(USER_PIN_PREFIX))
         if not changed:
             return
         users = any(key.startswith(USER_PIN_PREFIX) for key in changed)
         for index, (message, node) in enumerate(self.entries):
-            if changed.intersection(_result_ids(message)) or (users and user_pin_key(message) in changed):
+            if changed.intersection(tool_result_ids(message)) or (users and user_pin_key(message) in changed):
                 self._update_node(node, index, message)
         self._invalidate()
         self.refresh()
@@ -577,8 +581,7 @@ class MessageTree(Tree[NodeInfo]):
             if isinstance(block, dict) and block.get("type") == "tool_use":
                 return str(block.get("id"))
             return None
-        ids = _result_ids(info.message) or [str(b.get("id")) for b in content
-                                            if isinstance(b, dict) and b.get("type") == "tool_use"]
+        ids = tool_result_ids(info.message) or tool_use_ids(info.message)
         return ids[0] if len(ids) == 1 else None
 
     def selected_pin_key(self) -> str | None:
@@ -591,9 +594,7 @@ class MessageTree(Tree[NodeInfo]):
 
     def _user_pinned(self, message: dict[str, Any]) -> bool:
         """A user message pinned by its content key (hashed only while some user message is pinned)."""
-        if not any(key.startswith(USER_PIN_PREFIX) for key in self.pinned):
-            return False
-        return user_pin_key(message) in self.pinned
+        return bool(self._user_pins) and user_pin_key(message) in self._user_pins
 
     def selected_archive_path(self) -> str | None:
         """The archived tool result the selected placeholder / persisted-output node points at."""
@@ -610,14 +611,6 @@ class MessageTree(Tree[NodeInfo]):
         if info.kind in ("placeholder", "persisted") and info.marker is not None and info.trusted:
             return info.marker.path
         return None
-
-
-def _result_ids(message: dict[str, Any]) -> list[str]:
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, list):
-        return []
-    return [str(block.get("tool_use_id")) for block in content
-            if isinstance(block, dict) and block.get("type") == "tool_result"]
 
 
 def _has_blocks(message: dict[str, Any]) -> bool:
