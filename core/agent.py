@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -47,6 +46,7 @@ from core.events import (
     TurnStarted,
 )
 from core.history import interrupted_result, text_of, user_pin_key
+from core.jsontext import dumps
 from core.markers import parse_marker
 from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, Retrying, TextChunk
 from core.session import SessionLog
@@ -250,13 +250,19 @@ class Agent(AgentSteering, AgentSessions, AgentCompaction):
             marked = {**last, "content": f"{UNANSWERED_MARK}\n{last['content']}"}
             if changed := self._replace([*self._messages[:-1], marked], "unanswered request"):
                 yield changed
-        if len(json.dumps(request, ensure_ascii=False)) > self.compactor.settings.context_char_limit:
+        if self.oversize(request) is not None:
             yield Notice(
                 f"this message alone is {len(request):,} chars, over the {self.compactor.settings.context_char_limit:,}"
                 "-char context limit: no compaction step can shrink it (archive it as a file for the model to read)",
                 "warning",
             )
         yield self._append({"role": "user", "content": request}, "user")
+
+    def oversize(self, request: str) -> int | None:
+        """The size of `request` as a message's content (JSON chars) when it alone is over the context
+        limit, which no compaction step can shrink; None when it fits."""
+        size = len(dumps(request))
+        return size if size > self.compactor.settings.context_char_limit else None
 
     async def _call_model(self, turn: _Turn) -> AsyncGenerator[AgentEvent, None]:
         """Stream one model call; the complete reply lands in `turn.response`."""

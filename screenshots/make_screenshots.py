@@ -137,11 +137,7 @@ async def fresh_workdir() -> Path:
 
 def make_agent(workdir: Path, compaction: CompactionSettings | None = None) -> Agent:
     settings = Settings(workdir=workdir, offline=True, yes=True, compaction=compaction or CompactionSettings())
-
-    async def allow(tool_name: str, tool_input: dict[str, Any]) -> bool:
-        return True
-
-    return Agent.from_settings(settings, allow_all=True, model=OfflineModel())
+    return Agent.from_settings(settings, model=OfflineModel())  # yes=True: every tool call is allowed
 
 
 async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], within: float = 30.0) -> None:

@@ -26,7 +26,7 @@ LOSSY = "compact_history"
 
 
 def preview_summary(steps: Sequence[CompactionStep]) -> str:
-    """One line: "next call: budget · snip · micro (61,000 -> 38,000)", or that nothing would change."""
+    """One line: "next call: tool result budget · snip · micro (61,000 -> 38,000)", or that nothing would change."""
     if not steps:
         return "next call: no compaction (the history goes as it is)"
     names = " · ".join(dict.fromkeys(step.step.removesuffix("_compact").replace("_", " ") for step in steps))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncGenerator
 
 from textual import work
@@ -36,9 +35,9 @@ class TurnDriver(MainScreenBase):
         if self.busy:
             self.notify("A turn is running: wait for it, or press esc to cancel it.", severity="warning")
             return False
-        limit = self.agent.compactor.settings.context_char_limit
-        size = len(json.dumps(text, ensure_ascii=False))
-        if size > limit:
+        size = self.agent.oversize(text)
+        if size is not None:
+            limit = self.agent.compactor.settings.context_char_limit
             self.app.push_screen(OversizeScreen(size, limit), callback=lambda choice: self._oversize(text, choice))
             return True
         await self._send(text)

@@ -104,10 +104,6 @@ class TimelineView(Widget, can_focus=True):
             self.samples.append(sample)
         self.refresh(layout=True)
 
-    def configure(self, limit: int) -> None:
-        self.limit = limit
-        self.refresh()
-
     @property
     def current(self) -> ContextSample | None:
         """The selected sample (the newest when none is selected)."""
