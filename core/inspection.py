@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.claude_code import looks_like_claude_code, read_claude_code, read_records
-from core.compaction import CompactionError, CompactionSettings
+from core.compaction import CompactionSettings
 from core.events import CompactionStep
 from core.history import estimate_chars
 from core.markers import parse_marker
@@ -222,36 +222,22 @@ class DryRun:
     chars_before: int
     chars_after: int
     needs_model: bool = False  # compact_history would run: it needs the model, which a dry run never calls
-    method: str = "prepare"  # "dry_run" when Compactor.dry_run exists, else prepare on a throwaway archive
-    error: str | None = None
-
-
-async def _refuse(conversation_text: str, focus: str | None) -> str:
-    raise CompactionError("dry run: the summary needs the model, which a dry run does not call")
+    method: str = "dry_run"  # Compactor.dry_run: prepare's own decisions, nothing written
+    error: str | None = None  # reported as null: a dry run refuses nothing
 
 
 async def dry_run(messages: list[Message], active_request: str, settings: CompactionSettings) -> DryRun:
-    """The pipeline's decisions on a copy, in a temporary archive: nothing is written to the workdir."""
+    """The pipeline's decisions (`Compactor.dry_run`), with a temporary archive: nothing is written to
+    the workdir, no model is called, and `messages` is not changed."""
     from core.archive import Archive
     from core.compaction import Compactor
 
     before = estimate_chars(messages)
-    copy = json.loads(json.dumps(messages, default=str))
     with tempfile.TemporaryDirectory(prefix="ctxtui-dry-run-") as scratch:
-        steps: list[CompactionStep] = []
-        compactor = Compactor(Archive(Path(scratch)), summarize=_refuse, settings=settings, on_event=steps.append)
-        if hasattr(compactor, "dry_run"):
-            planned = await compactor.dry_run(copy, active_request)
-            planned = list(planned)
-            after = planned[-1].chars_after if planned else before
-            over = after > settings.context_char_limit
-            return DryRun(planned, before, after, needs_model=over, method="dry_run")
-        try:
-            result = await compactor.prepare(copy, active_request)
-        except CompactionError as error:
-            partial = error.partial if error.partial is not None else copy
-            return DryRun(steps, before, estimate_chars(partial), needs_model=True, error=str(error))
-        return DryRun(steps, before, estimate_chars(result))
+        compactor = Compactor(Archive(Path(scratch)), settings=settings)
+        planned = list(await compactor.dry_run(messages, active_request))
+    after = planned[-1].chars_after if planned else before
+    return DryRun(planned, before, after, needs_model=after > settings.context_char_limit)
 
 
 # --- the report -----------------------------------------------------------------------------------
