@@ -15,12 +15,12 @@ and a message a splice removed is let go of (there is no cache beside it).
 from __future__ import annotations
 
 import heapq
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from core.events import HistoryChanged, Splice
+from core.jsontext import dumps
 from core.markers import parse_marker
 from core.text import one_line
 
@@ -41,7 +41,7 @@ def _container(count: int) -> int:
 
 
 def _json_len(value: Any) -> int:
-    return len(json.dumps(value, default=str, ensure_ascii=False))
+    return len(dumps(value))
 
 
 def _str_keys(value: dict[Any, Any]) -> bool:

