@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.archive import Archive, ArchiveError
-from core.history import result_text
-from core.markers import parse_marker, placeholder
+from core.history import result_text, tool_result_positions
+from core.markers import archived_path, parse_marker, placeholder
 
 Message = dict[str, Any]
 
@@ -72,18 +72,8 @@ async def drop_result(messages: Sequence[Message], archive: Archive, tool_use_id
 
 def marker_positions(messages: Sequence[Message], path: str) -> list[tuple[int, int]]:
     """Tool results whose content is a placeholder or persisted-output block naming `path`."""
-    positions = []
-    for index, message in enumerate(messages):
-        content = message.get("content") if isinstance(message, dict) else None
-        if message.get("role") != "user" or not isinstance(content, list):
-            continue
-        for block_index, block in enumerate(content):
-            if not (isinstance(block, dict) and block.get("type") == "tool_result"):
-                continue
-            marker = parse_marker(block.get("content"))
-            if marker is not None and marker.kind in ("placeholder", "persisted") and marker.path == path:
-                positions.append((index, block_index))
-    return positions
+    return [(index, block_index) for index, block_index in tool_result_positions(messages)
+            if archived_path(messages[index]["content"][block_index].get("content")) == path]
 
 
 async def restore_result(
