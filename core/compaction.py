@@ -42,7 +42,6 @@ from core.history import (
     unseen_tool_result_positions,
     user_pin_key,
 )
-from core.history import message_chars as _json_len
 from core.markers import (
     omission_marker,
     parse_marker,
@@ -204,10 +203,6 @@ class _Editor:
         """What changed, as splices of the input list: one per copied message, in order."""
         return tuple(Splice(index, 1, (self.messages[index],)) for index in sorted(self.changed))
 
-    def block(self, index: int, block_index: int) -> dict[str, Any]:
-        block: dict[str, Any] = self.messages[index]["content"][block_index]
-        return block
-
     def set_block_content(self, index: int, block_index: int, content: str, old_size: int | None = None) -> None:
         old = self.messages[index]
         new_blocks = list(old["content"])
@@ -217,8 +212,8 @@ class _Editor:
         if "content" in old_block:
             # Replacing one value changes the JSON by exactly the difference of the two values.
             if old_size is None:
-                old_size = _json_len(old_block["content"])
-            self.chars += _json_len(content) - old_size
+                old_size = message_chars(old_block["content"])
+            self.chars += message_chars(content) - old_size
         else:
             self.chars += message_chars(new) - message_chars(old)
         self.messages[index] = new
@@ -326,9 +321,9 @@ class Compactor:
                 continue
             text = result_text(block.get("content", ""))
             item = _Replacement(index, block_index, block, text, None, text[: settings.persisted_preview_chars])
-            item.old_size = _json_len(block.get("content", ""))
+            item.old_size = message_chars(block.get("content", ""))
             replacement = persisted_output(self.archive.expected_tool_result_path(item.tool_use_id), item.preview)
-            if _json_len(replacement) >= item.old_size:
+            if message_chars(replacement) >= item.old_size:
                 continue
             plan.append(item)
             total += len(replacement) - sizes[block_index]
@@ -372,7 +367,6 @@ class Compactor:
         result = plan.result(messages, transcript, active_request)
         changes = plan.splices(messages, result)
         after = plan.chars(sizes, result)
-        self._sized(messages, result, changes, after)
         if after > before:
             await self._not_applied("snip_compact", before, after,
                                     f"the marker would be larger than the {plan.archived_now} messages it replaces")
@@ -457,9 +451,9 @@ class Compactor:
                 continue
             item = _Replacement(index, block_index, block, text, None)
             item.path = self._own_persisted_path(content, item.tool_use_id)
-            item.old_size = _json_len(content)
+            item.old_size = message_chars(content)
             expected = item.path or self.archive.expected_tool_result_path(item.tool_use_id)
-            change = _json_len(placeholder(expected)) - item.old_size
+            change = message_chars(placeholder(expected)) - item.old_size
             if change >= 0:
                 continue
             projected += change
@@ -489,7 +483,7 @@ class Compactor:
             position: messages[position[0]]["content"][position[1]].get("content", "")
             for position in [*unseen, *consumed]
         }
-        sizes = {position: _json_len(content) for position, content in contents.items()}
+        sizes = {position: message_chars(content) for position, content in contents.items()}
         order = [
             *sorted(unseen, key=lambda item: (-sizes[item], item)),
             *sorted(consumed, key=lambda item: (-sizes[item], item)),
@@ -503,7 +497,7 @@ class Compactor:
             if item is None:
                 continue
             expected = item.path or self.archive.expected_tool_result_path(item.tool_use_id)
-            replacement_size = _json_len(persisted_output(expected, item.preview))
+            replacement_size = message_chars(persisted_output(expected, item.preview))
             if replacement_size >= sizes[position]:
                 continue
             projected += replacement_size - sizes[position]
@@ -754,7 +748,7 @@ class Compactor:
         done: list[_Replacement] = []
         for item in plan:
             replacement = render(item)
-            if item.old_size is not None and _json_len(replacement) >= item.old_size:
+            if item.old_size is not None and message_chars(replacement) >= item.old_size:
                 continue
             editor.set_block_content(item.index, item.block_index, replacement, item.old_size)
             done.append(item)
@@ -792,12 +786,9 @@ class Compactor:
             raise CompactionError(f"compaction stopped, nothing replaced: {error}") from error
 
     async def _write_transcript(self, messages: Sequence[Message]) -> str:
-        if self._dry_steps is not None:
-            return _TRANSCRIPT_PATH_ESTIMATE
-        try:
-            return await self.archive.write_transcript(list(messages))
-        except ArchiveError as error:
-            raise CompactionError(f"compaction stopped, nothing replaced: {error}") from error
+        """`_save_transcript`'s path (in a dry run the name it would have)."""
+        saved = await self._save_transcript(messages)
+        return saved.path if saved is not None else _TRANSCRIPT_PATH_ESTIMATE
 
     def _is_pinned(self, block: dict[str, Any]) -> bool:
         return bool(self.pinned) and str(block.get("tool_use_id")) in self.pinned
