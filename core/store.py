@@ -283,11 +283,14 @@ class Mirror:
         if isinstance(messages, History):
             return messages
         history = self.history
-        history.replace(messages)
+        changes = history.replace(messages)
+        # the splice's own messages are measured already: touch only the ones it kept
+        spliced = range(changes[0].start, changes[0].start + len(changes[0].added)) if changes else range(0)
         contents = [_content_of(message) for message in messages]
         if len(self._contents) == len(contents):
             for index in compress(count(), map(operator.is_not, self._contents, contents)):
-                history.touch(index)
+                if index not in spliced:
+                    history.touch(index)
         self._contents = contents
         return history
 

@@ -18,7 +18,7 @@ from core.archive import Archive
 from core.breakdown import Breakdown, breakdown
 from core.compaction import CompactionSettings, Compactor
 from core.history import Splice, estimate_chars, splice_between
-from core.store import ChangeFeed, History, HistorySizer
+from core.store import ChangeFeed, History, HistorySizer, Mirror, Tally
 from core.tokens import TokenCounter
 
 
@@ -250,3 +250,32 @@ def test_the_breakdown_keeps_no_message_that_left_the_history() -> None:
     alive = [ref for ref in refs if ref() is not None]
     assert alive == [], f"{len(alive)} dropped messages are still alive"
     assert tracker.totals == breakdown(messages)
+
+
+def test_a_mirror_measures_a_replaced_message_once() -> None:
+    """A message swapped for a new one (new content too) is measured once, not once per way of noticing."""
+    mirror = Mirror()
+    measured: list[Any] = []
+
+    def measure(item: Any) -> int:
+        measured.append(item)
+        return len(json.dumps(item))
+
+    tally = Tally(mirror.history, measure)
+    messages = [message(f"m{number}") for number in range(5)]
+    mirror.sync(messages)
+    assert tally.total() == chars_sum(messages)
+    measured.clear()
+    edited = list(messages)
+    edited[2] = message("m2 edited")
+    mirror.sync(edited)
+    assert tally.total() == chars_sum(edited)
+    assert measured == [edited[2]]
+    measured.clear()
+    edited[3]["content"] = "reassigned in place"  # same message object, new content: seen and measured
+    mirror.sync(edited)
+    assert tally.total() == chars_sum(edited) and measured == [edited[3]]
+
+
+def chars_sum(items: list[dict[str, Any]]) -> int:
+    return sum(len(json.dumps(item)) for item in items)
