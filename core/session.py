@@ -132,6 +132,7 @@ class SessionLog:
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
         self._good_size: int | None = None  # the file's size after the last complete write
+        self._dir_ready = False  # the private sessions directory exists (made by the first write)
         self._edits = 0  # bytes of splice records since the last snapshot
         self.error: str | None = None
 
@@ -233,6 +234,7 @@ class SessionLog:
                 self.error = None
             except OSError as error:
                 # Keep the lines: they are written by the next flush once the disk allows it.
+                self._dir_ready = False
                 self._queue[:0] = lines
                 self.error = f"cannot write session log {self.path}: {error_line(error)}"
                 return
@@ -240,7 +242,9 @@ class SessionLog:
 
     def _append_sync(self, data: bytes) -> None:
         """Append whole lines; a failed attempt leaves the file as it was after the last good one."""
-        make_private_dir(self.path.parent)
+        if not self._dir_ready:  # made once; after a failed write, made again (it may have gone)
+            make_private_dir(self.path.parent)
+            self._dir_ready = True
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             size = os.fstat(fd).st_size
