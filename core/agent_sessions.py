@@ -17,7 +17,7 @@ from core.agent_steering import pin_target
 from core.config import Settings
 from core.events import HistoryChanged
 from core.history import splice_between
-from core.session import Replay, SessionLog, resume_path
+from core.session import Replay, SessionLog, resume_replay
 from core.steering import Compaction
 from core.usage import Timeline
 
@@ -99,11 +99,8 @@ class AgentSessions(AgentBase):
 
 def resumed_session(settings: Settings) -> tuple[Replay, Path | None]:
     """What `--resume` continues, replayed (an empty replay and None without `--resume` or a session)."""
-    if settings.resume:
-        latest = resume_path(settings.state_dir, settings.resume_id)
-        if latest is not None:
-            return SessionLog.replay(latest, undo_depth=settings.undo_depth), latest
-    return Replay(), None
+    found = resume_replay(settings.state_dir, settings.resume_id, settings.undo_depth) if settings.resume else None
+    return found if found is not None else (Replay(), None)
 
 
 def last_user_request(messages: Sequence[Message]) -> str:

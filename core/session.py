@@ -150,12 +150,19 @@ class SessionLog:
 
         Files are tried newest first and replayed one by one, so the usual case reads one file.
         """
+        found = SessionLog.latest_replay(state_dir)
+        return found[1] if found is not None else None
+
+    @staticmethod
+    def latest_replay(state_dir: Path, undo_depth: int = 0) -> tuple[Replay, Path] | None:
+        """`latest` with the replay it made (with `undo_depth` undo records), so it is not replayed again."""
         for path in _session_files_newest_first(state_dir):
             try:
-                if SessionLog.replay(path).valid:
-                    return path
+                replay = SessionLog.replay(path, undo_depth)
             except OSError:
                 continue
+            if replay.valid:
+                return replay, path
         return None
 
     # --- writing ----------------------------------------------------------------------------------
@@ -504,9 +511,13 @@ def find_session(state_dir: Path, wanted: str) -> Path | None:
     return matches[0] if len(matches) == 1 else None
 
 
-def resume_path(state_dir: Path, wanted: str | None) -> Path | None:
-    """The session `--resume` continues: the one named, else the newest that replays to a valid history."""
-    return find_session(state_dir, wanted) if wanted else SessionLog.latest(state_dir)
+def resume_replay(state_dir: Path, wanted: str | None, undo_depth: int = 0) -> tuple[Replay, Path] | None:
+    """The session `--resume` continues, replayed once: the one named, else the newest that replays to
+    a valid history."""
+    if not wanted:
+        return SessionLog.latest_replay(state_dir, undo_depth)
+    path = find_session(state_dir, wanted)
+    return (SessionLog.replay(path, undo_depth), path) if path is not None else None
 
 
 def _first_request(messages: list[Message]) -> str:
