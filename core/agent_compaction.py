@@ -47,9 +47,11 @@ class AgentCompaction(AgentBase):
                 yield notice
             changes = done[0]
         except CompactionError as error:
-            for step in self._take_steps():
+            steps = self._take_steps()
+            for step in steps:
                 yield step
-            if error.partial is not None and (changed := self._replace(error.partial, "prepare (partial)")):
+            # what the steps before the failed one did is applied, and can be undone like any compaction
+            if error.partial is not None and (changed := self._compacted(steps, error.partial, "prepare (partial)")):
                 yield changed
             yield ErrorEvent(f"compaction: {error}; going on with the context as it is", "compaction")
             return

@@ -126,3 +126,35 @@ async def test_undo_depth_zero_writes_no_undo_records_and_a_forged_one_is_not_tr
     replay = SessionLog.replay(forged, undo_depth=20)
     assert replay.messages == [user, reply]
     assert replay.compactions == []  # the one valid-looking record's "before" ends in an unanswered tool_use
+
+
+async def test_the_steps_that_succeeded_before_a_failed_one_can_be_undone(
+    made: list[Agent], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.archive import ArchiveError
+    from core.events import CompactionStep, ErrorEvent
+
+    for number in range(1, 4):
+        (tmp_path / f"big{number}.txt").write_text(f"big {number} line\n" * 600, encoding="utf-8")
+    settings = Settings(workdir=tmp_path, offline=True, compaction=CompactionSettings(
+        tool_result_batch_char_limit=5_000, large_result_char_limit=3_000, persisted_preview_chars=500,
+        snip_trigger_messages=10, snip_target_messages=6))
+    agent = Agent.from_settings(settings)
+    made.append(agent)
+    await run(agent, "read big1.txt")
+    await run(agent, "read big2.txt")
+    kept = len(agent.compactions)
+
+    async def refuse(messages: Any) -> Any:
+        raise ArchiveError("the disk is full")
+
+    monkeypatch.setattr(agent.archive, "save_transcript", refuse)
+    events = [event async for event in agent.run_turn("read big3.txt")]
+    assert any(isinstance(event, ErrorEvent) and "disk is full" in event.message for event in events)
+    fired = [event.step for event in events if isinstance(event, CompactionStep)]
+    assert "tool_result_budget" in fired  # it persisted big3's result before snip failed
+    assert len(agent.compactions) == kept + 1 and agent.compactions[-1].steps == ("tool_result_budget",)
+    before = list(agent.compactions[-1].before)
+    assert await agent.undo_compaction()
+    assert list(agent.messages)[: len(before)] == before
+    assert "big 3 line\n" * 600 in json.dumps(list(agent.messages), ensure_ascii=False).replace("\\n", "\n")
