@@ -8,7 +8,13 @@ from typing import Any
 
 from core.tools.base import ToolError, ToolOutput, require_str
 from core.tools.diff import bounded_diff
-from core.tools.fileio import existing_mode, locate_for_write, read_regular, refuse_protected, replace_atomic
+from core.tools.fileio import (
+    existing_mode,
+    locate_for_write,
+    read_regular,
+    refuse_protected_path,
+    replace_atomic,
+)
 from core.tools.text import binary_kind, decode_text, describe_binary
 from core.tools.workspace import Workspace, WorkspaceError
 
@@ -60,9 +66,9 @@ class EditFileTool:
         path = require_str(tool_input, "path")
         old_text = require_str(tool_input, "old_text", allow_empty=False)
         new_text = require_str(tool_input, "new_text")
-        refuse_protected(tuple(part for part in path.split("/") if part not in ("", ".")))
+        refuse_protected_path(path)
         found = read_regular(self.workspace, path, self.byte_limit)
-        refuse_protected(tuple(found.shown.split("/")))
+        refuse_protected_path(found.shown)
         kind = binary_kind(found.data)
         if kind is not None:
             raise ToolError(f"{found.shown} is a {describe_binary(len(found.data), kind)}; edit_file edits text only.")

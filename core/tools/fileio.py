@@ -93,9 +93,14 @@ def refuse_protected(parts: tuple[str, ...]) -> None:
         raise WorkspaceError(f"Refusing to write {'/'.join(parts)}: {reason}; the tools may only read it.")
 
 
+def refuse_protected_path(path: str) -> None:
+    """`refuse_protected` for a path as given (or shown): its "/"-separated parts, empty and "." left out."""
+    refuse_protected(tuple(part for part in path.split("/") if part not in ("", ".")))
+
+
 def locate_for_write(workspace: Workspace, path: str, *, create_dirs: bool) -> Location:
     """The Location a write to `path` lands on, refusing ctxtui's own state and directories."""
-    refuse_protected(tuple(part for part in path.split("/") if part not in ("", ".")))
+    refuse_protected_path(path)
     location = workspace.locate(path, create_dirs=create_dirs, guard=refuse_protected)
     try:
         refuse_protected(location.parts)

@@ -7,7 +7,13 @@ from typing import Any
 
 from core.tools.base import ToolOutput, require_str
 from core.tools.diff import bounded_diff
-from core.tools.fileio import existing_mode, locate_for_write, read_existing, refuse_protected, replace_atomic
+from core.tools.fileio import (
+    existing_mode,
+    locate_for_write,
+    read_existing,
+    refuse_protected_path,
+    replace_atomic,
+)
 from core.tools.text import binary_kind, decode_text, describe_binary
 from core.tools.workspace import Workspace
 
@@ -45,12 +51,11 @@ class WriteFileTool:
     async def preview(self, tool_input: dict[str, Any]) -> str:
         path = require_str(tool_input, "path")
         content = require_str(tool_input, "content")
-        refuse_protected(tuple(part for part in path.split("/") if part not in ("", ".")))
+        refuse_protected_path(path)
         current = await asyncio.to_thread(read_existing, self.workspace, path, self.byte_limit)
-        if current is not None:
-            refuse_protected(tuple(current.shown.split("/")))
         if current is None:
             return bounded_diff(None, content, path)
+        refuse_protected_path(current.shown)
         kind = binary_kind(current.data)
         if kind is not None:
             return (
