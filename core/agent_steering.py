@@ -17,11 +17,11 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from core.agent_base import AgentBase, Message
-from core.compaction import conversation_text
+from core.compaction import CompactionError
 from core.events import AgentEvent, CompactionStep, ErrorEvent, HistoryChanged, Notice
 from core.history import USER_PIN_PREFIX, find_user_message, text_of, tool_result_ids, user_pin_key
 from core.steering import SteeringError, drop_result, find_result, restore_result, undo
-from core.text import error_line, one_line
+from core.text import one_line
 
 
 class AgentSteering(AgentBase):
@@ -163,17 +163,10 @@ class AgentSteering(AgentBase):
         self._idle("draft a summary")
         if not self._messages:
             raise SteeringError("nothing to summarise yet")
-        summarize = self.compactor.summarize
-        if summarize is None:
-            raise SteeringError("no summarizer configured")
-        text = conversation_text(self._messages, self.compactor.settings.summary_input_char_limit)
         try:
-            summary = await summarize(text, focus)
-        except Exception as error:
-            raise SteeringError(f"the summary failed: {error_line(error)}") from error
-        if not isinstance(summary, str) or not summary.strip():
-            raise SteeringError("the summary came back empty")
-        return summary
+            return await self.compactor.summarize_history(self._messages, focus)
+        except CompactionError as error:
+            raise SteeringError(str(error)) from error
 
     async def archive_request(self, text: str) -> str:
         """Save a request too long for the context in the archive; returns the short message to send instead.

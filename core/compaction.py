@@ -574,7 +574,7 @@ class Compactor:
             raise CompactionError("the summary is empty; history left as it was")
         transcript = await self._write_transcript(messages)
         if summary is None:
-            summary = await self._summarize(messages, focus, transcript)
+            summary = await self.summarize_history(messages, focus, transcript)
         result = [{"role": "user", "content": summary_message("Compacted", active_request, summary, transcript)},
                   *carried]
         changes = (Splice(0, len(messages), tuple(result)),)
@@ -613,7 +613,7 @@ class Compactor:
         before = self.estimate_chars(messages)
         transcript = await self._write_transcript(messages)
         old_history = messages[:tail_start] if tail_start else messages
-        summary = await self._summarize(old_history, None, transcript)
+        summary = await self.summarize_history(old_history, None, transcript)
         message = {"role": "user", "content": summary_message("Reactive compact", active_request, summary, transcript)}
         carried = self._carried_pins(old_history, active_request)
         result = [message, *carried, *messages[tail_start:]] if tail_start else [message, *carried]
@@ -857,7 +857,11 @@ class Compactor:
             return None
         return marker.count if self.archive.is_own(marker.path) else None
 
-    async def _summarize(self, messages: Sequence[Message], focus: str | None, transcript: str) -> str:
+    async def summarize_history(self, messages: Sequence[Message], focus: str | None,
+                                transcript: str | None = None) -> str:
+        """The model's summary of `messages` (the conversation as data, cut to the input limit), as the
+        summary steps ask for it; changes nothing. Raises CompactionError (one line) when there is no
+        summarizer, the call fails or the summary is empty."""
         if self.summarize is None:
             raise CompactionError("no summarizer configured; history left as it was")
         text = conversation_text(messages, self.settings.summary_input_char_limit, transcript)
