@@ -7,6 +7,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from core.usage import Usage
+
 SUMMARY_SYSTEM_PROMPT = (
     "You write a factual state summary of a coding-agent conversation so that work can continue "
     "after the history is removed. State facts only: the goal, files read or changed, decisions, "
@@ -47,11 +49,7 @@ class ModelResponse:
         so cache reads and writes are added back (None when the usage has no input figure)."""
         if "input_tokens" not in self.usage:
             return None
-        return (
-            self.usage["input_tokens"]
-            + self.usage.get("cache_read_input_tokens", 0)
-            + self.usage.get("cache_creation_input_tokens", 0)
-        )
+        return Usage.from_mapping(self.usage).prompt_tokens
 
 
 ModelEvent = TextChunk | Retrying | ModelResponse
