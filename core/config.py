@@ -388,14 +388,6 @@ def check_compaction(values: dict[str, Any], sources: Mapping[tuple[str, ...], s
     return settings
 
 
-def compaction_settings(overrides: list[str] | None = None, environ: dict[str, str] | None = None) -> CompactionSettings:
-    """CompactionSettings from the config file, CTXTUI_<FIELD> variables, then `FIELD=VALUE` overrides.
-
-    Raises ValueError (ConfigError) with a one-line message for an unknown field or a bad value.
-    """
-    return resolve_config(overrides=overrides, environ=environ).compaction
-
-
 # --- writing the file ---------------------------------------------------------------------------------
 
 
@@ -462,6 +454,6 @@ def apply_config(settings: Settings, config: ResolvedConfig) -> Settings:
 
 __all__ = [
     "COMPACTION_FIELDS", "DEFAULT_MODEL", "ENV_PREFIX", "TOP_LEVEL_FIELDS", "ConfigError", "ResolvedConfig",
-    "Settings", "api_key_configured", "apply_config", "check_compaction", "compaction_settings",
+    "Settings", "api_key_configured", "apply_config", "check_compaction",
     "config_path", "default_model", "effective_toml", "resolve_config", "save_setting",
 ]

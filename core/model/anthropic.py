@@ -164,8 +164,6 @@ class AnthropicModel:
                 **self.request(system=system, messages=messages, tools=tools)
             )
         except Exception as error:
-            if isinstance(error, asyncio.CancelledError):
-                raise
             mapped, _ = self._classify(error, self.max_retries)
             raise mapped from error
         return int(result.input_tokens)
@@ -176,9 +174,7 @@ class AnthropicModel:
             return self._window
         try:
             info = await (await self.ready_client()).models.retrieve(self.name)
-        except Exception as error:
-            if isinstance(error, asyncio.CancelledError):
-                raise
+        except Exception:
             return None  # not cached: a later call may reach the API
         self._window_asked = True
         value = getattr(info, "max_input_tokens", None)
@@ -228,8 +224,6 @@ class AnthropicModel:
                 )
                 return
             except Exception as error:  # mapped to ModelError below
-                if isinstance(error, asyncio.CancelledError):
-                    raise
                 mapped, delay = self._classify(error, attempt)
                 if produced or delay is None or attempt >= self.max_retries:
                     if produced and delay is not None:
@@ -274,8 +268,6 @@ class AnthropicModel:
             except ModelError:
                 raise
             except Exception as error:
-                if isinstance(error, asyncio.CancelledError):
-                    raise
                 mapped, delay = self._classify(error, attempt)
                 if delay is None or attempt >= self.max_retries:
                     raise mapped from error
