@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from core.agent_base import AgentBase, Message
 from core.compaction import CompactionError
 from core.events import AgentEvent, CompactionStep, ErrorEvent, HistoryChanged, Notice
-from core.history import USER_PIN_PREFIX, find_user_message, text_of, tool_result_ids, user_pin_key
+from core.history import (
+    USER_PIN_PREFIX,
+    estimate_chars,
+    find_user_message,
+    text_of,
+    tool_result_ids,
+    user_pin_key,
+)
 from core.steering import SteeringError, drop_result, find_result, restore_result, undo
 from core.text import one_line
 
@@ -123,7 +129,7 @@ class AgentSteering(AgentBase):
             index, block_index = target
             message = self._messages[index]
             parts.append(message if block_index is None else message["content"][block_index])
-        return len(json.dumps(parts, default=str, ensure_ascii=False))
+        return estimate_chars(parts)
 
     def _pins_notice(self, text: str) -> Notice:
         limit = self.compactor.settings.context_char_limit
