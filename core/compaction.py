@@ -430,8 +430,7 @@ class Compactor:
         """
         settings = self.settings
         before = self.estimate_chars(messages)
-        unseen = unseen_tool_result_positions(messages)
-        consumed = [position for position in tool_result_positions(messages) if position not in unseen]
+        _, consumed = _unseen_and_read(messages)
         keep = settings.keep_recent_results
         candidates = consumed[:-keep] if keep > 0 else consumed
         plan: list[_Replacement] = []
@@ -475,8 +474,7 @@ class Compactor:
         """
         settings = self.settings
         before = self.estimate_chars(messages)
-        unseen = unseen_tool_result_positions(messages)
-        consumed = [position for position in tool_result_positions(messages) if position not in unseen]
+        unseen, consumed = _unseen_and_read(messages)
         keep = settings.keep_recent_results
         kept_recent = set(consumed[-keep:]) if keep > 0 else set()
         contents = {
@@ -874,6 +872,12 @@ class Compactor:
         if not isinstance(summary, str) or not summary.strip():
             raise CompactionError("summary failed, history left as it was: the summary was empty")
         return summary
+
+
+def _unseen_and_read(messages: Sequence[Message]) -> tuple[set[tuple[int, int]], list[tuple[int, int]]]:
+    """The positions of the results the model has not seen yet, and of the ones it has read (oldest first)."""
+    unseen = unseen_tool_result_positions(messages)
+    return unseen, [position for position in tool_result_positions(messages) if position not in unseen]
 
 
 def _unchanged(messages: Sequence[Message]) -> list[Message]:
