@@ -106,22 +106,6 @@ class MainScreen(TurnDriver, SteeringActions, InspectorViews, ArchiveOpening, Se
         yield ContextGauge(compact=True, id="mini-gauge")
         yield Footer(compact=True)
 
-    @property
-    def chat(self) -> ChatPane:
-        return self.query_one("#chat", ChatPane)
-
-    @property
-    def gauge(self) -> ContextGauge:
-        return self.query_one("#gauge", ContextGauge)
-
-    @property
-    def message_tree(self) -> MessageTree:
-        return self.query_one("#tree", MessageTree)
-
-    @property
-    def steps(self) -> CompactionLog:
-        return self.query_one("#steps", CompactionLog)
-
     async def on_mount(self) -> None:
         settings = self.agent.compactor.settings
         gauge = self.gauge

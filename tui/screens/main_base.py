@@ -3,9 +3,9 @@
 `MainScreen` is assembled from parts with one job each (`tui.screens.turn`, `.steering`,
 `.inspector_views`, `.opening`, `.session_actions`); each part is a class over this base, so it can
 reach the agent, the turn state and the widgets, and `MainScreen` inherits them all. The state is
-made in `MainScreen.__init__` and the widgets in `MainScreen.compose`; the widget accessors and the
-few methods one part calls on another are declared here for the type checker only (each group says
-where it is defined).
+made in `MainScreen.__init__` and the widgets in `MainScreen.compose`; the accessors of the widgets
+the parts share are here, and the few methods one part calls on another are declared here for the
+type checker only (each group says where it is defined).
 """
 
 from __future__ import annotations
@@ -16,15 +16,16 @@ from typing import TYPE_CHECKING, Any
 from textual.reactive import reactive
 from textual.screen import Screen
 
+from tui.widgets.chat_pane import ChatPane
+from tui.widgets.compaction_log import CompactionLog
+from tui.widgets.context_gauge import ContextGauge
+from tui.widgets.message_tree import MessageTree
+
 if TYPE_CHECKING:
     from textual.geometry import Size
     from textual.worker import Worker
 
     from core.agent import Agent
-    from tui.widgets.chat_pane import ChatPane
-    from tui.widgets.compaction_log import CompactionLog
-    from tui.widgets.context_gauge import ContextGauge
-    from tui.widgets.message_tree import MessageTree
 
 
 class MainScreenBase(Screen[None]):
@@ -43,16 +44,26 @@ class MainScreenBase(Screen[None]):
     _inspector_choice: bool | None
     """The user's show/hide choice for the inspector (None: follow the terminal's width)."""
 
+    # --- the widgets `MainScreen.compose` makes ---
+
+    @property
+    def chat(self) -> ChatPane:
+        return self.query_one("#chat", ChatPane)
+
+    @property
+    def gauge(self) -> ContextGauge:
+        return self.query_one("#gauge", ContextGauge)
+
+    @property
+    def message_tree(self) -> MessageTree:
+        return self.query_one("#tree", MessageTree)
+
+    @property
+    def steps(self) -> CompactionLog:
+        return self.query_one("#steps", CompactionLog)
+
     if TYPE_CHECKING:
-        # --- defined in tui/screens/main.py (the layout and the widgets it composes) ---
-        @property
-        def chat(self) -> ChatPane: ...
-        @property
-        def gauge(self) -> ContextGauge: ...
-        @property
-        def message_tree(self) -> MessageTree: ...
-        @property
-        def steps(self) -> CompactionLog: ...
+        # --- defined in tui/screens/main.py (the layout) ---
         def layout_for(self, size: Size) -> None: ...
         def _show_activity(self) -> None: ...
         async def _replay(self, messages: list[dict[str, Any]] | None = None, chars: int | None = None) -> None: ...
