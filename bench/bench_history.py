@@ -93,7 +93,7 @@ async def prepare_per_turn(workdir: Path, count: int, turns: int = 30) -> float:
     settings = CompactionSettings(context_char_limit=10**12, snip_trigger_messages=10**9, snip_target_messages=30)
     compactor = Compactor(Archive(workdir), settings=settings)
     try:
-        from core.store import History
+        from core.history.store import History
 
         messages: list[Message] = History(history(count))
     except ImportError:  # a checkout without the history's owner
@@ -115,7 +115,7 @@ def size_after_edit(count: int = 101_000, repeats: int = 5) -> tuple[float, floa
 
     compactor = Compactor(Archive(Path(tempfile.mkdtemp())))
     try:
-        from core.store import History
+        from core.history.store import History
 
         messages: list[Message] = History(history(count))
     except ImportError:

@@ -28,9 +28,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.events import Splice
+from core.history.store import History
 from core.markers import placeholder, snip_marker
-from core.session import SessionLog
-from core.store import History
+from core.sessions.log import SessionLog
 
 Message = dict[str, Any]
 COMPACTIONS = 12

@@ -8,7 +8,7 @@ Peers, on identical inputs (a fresh deep copy and a fresh workdir per run):
   (a) `Compactor.prepare` on a plain list, with a fresh Compactor (nothing measured before: the
       cold case, what `ctxtui inspect`, the bench's other cases and a first call see);
   (b) `SeedPipeline.prepare` from bench_prepare.py, the port of the seed / upstream reference;
-  (c) `Compactor.prepare_changes` on a `core.store.History` whose sizes the agent already knows
+  (c) `Compactor.prepare_changes` on a `core.history.store.History` whose sizes the agent already knows
       (the warm case: what `Agent` calls before a model call).
 Both results must be the same history (the transcript's name aside), and both transcripts the same
 bytes (checked each run). Ratios are reference time / ctxtui time (>= 1: ctxtui at least as fast),
@@ -37,7 +37,7 @@ from bench_prepare import REQUEST, SeedPipeline, size_of, stub_summarize, tool_p
 
 from core.archive import Archive
 from core.compaction import CompactionSettings, Compactor
-from core.store import History
+from core.history.store import History
 
 Message = dict[str, Any]
 MESSAGES = 10_000

@@ -36,7 +36,7 @@ from textual.widget import Widget
 from textual.widgets import Tree
 
 from core.archive import Archive
-from core.store import History
+from core.history.store import History
 from tui.widgets.message_tree import MessageTree
 
 SIZE = (120, 40)

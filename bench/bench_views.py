@@ -24,10 +24,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.breakdown import Breakdown, breakdown
 from core.events import Splice
+from core.history.categories import Breakdown, breakdown
 from core.markers import placeholder, snip_marker
-from core.usage import Timeline
+from core.usage.timeline import Timeline
 
 Message = dict[str, Any]
 SIZE = 5_000

@@ -32,7 +32,7 @@ from typing import Any
 
 import aiofiles
 
-from core.jsontext import dumps
+from core.history.sizes import dumps
 from core.text import error_line
 
 TRANSCRIPTS_DIR = ".transcripts"

@@ -11,7 +11,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from core.usage import ContextSample
+from core.usage.timeline import ContextSample
 
 StepName = Literal[
     "tool_result_budget",

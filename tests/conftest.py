@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from fakeapi import FakeAnthropicServer
 
 from core.agent import Agent
+from tests.support.fakeapi import FakeAnthropicServer
 
 
 @pytest.fixture
 def fake_api() -> Iterator[FakeAnthropicServer]:
-    """A started fake Anthropic Messages API on 127.0.0.1 (see tests/fakeapi.py); stopped afterwards."""
+    """A started fake Anthropic Messages API on 127.0.0.1 (see tests/support/fakeapi.py); stopped afterwards."""
     with FakeAnthropicServer() as server:
         yield server
 

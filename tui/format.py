@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from core.history import result_text
+from core.history.messages import result_text
 from core.text import one_line as core_one_line
 from core.text import visible
 

@@ -1,6 +1,6 @@
 """`ctxtui inspect FILE`: the inspector on a history read from a file, read-only.
 
-The gauge, the message tree and the report (totals, breakdown, dry run) of core/inspection.py; no
+The gauge, the message tree and the report (totals, breakdown, dry run) of core/sessions/inspection.py; no
 agent, no model, no prompt. Markers open what they point at when the archive under the file's
 workdir vouches for the path (a Claude Code session has no ctxtui archive, so its markers, if any,
 stay plain text); any other node shows its in-context text.
@@ -21,7 +21,7 @@ from textual.widgets import Footer, Static
 
 from core.archive import Archive, ArchiveError
 from core.events import ContextMeasured
-from core.inspection import Inspected, report_text
+from core.sessions.inspection import Inspected, report_text
 from core.text import visible
 from tui.format import plural, transcript_text
 from tui.screens.archive import ArchiveScreen

@@ -7,7 +7,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from core.usage import Usage
+from core.usage.prices import Usage
 
 SUMMARY_SYSTEM_PROMPT = (
     "You write a factual state summary of a coding-agent conversation so that work can continue "
@@ -127,7 +127,7 @@ class CountingModel(Model, Protocol):
     """A model that can also count a request's tokens and name its window.
 
     These are optional: the core looks them up with `getattr`, so a model without them still works
-    and its figures are the tiktoken estimate (core/counting.py).
+    and its figures are the tiktoken estimate (core/usage/counting.py).
     """
 
     async def count_tokens(

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.history import INTERRUPTED
+from core.history.messages import INTERRUPTED
 from core.markers import OMISSION_RE, archived_path, parse_marker
 from core.text import one_line
 

@@ -28,9 +28,10 @@ from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer
 
 from core.agent import Agent
-from core.breakdown import Breakdown
+from core.history.categories import Breakdown
 from core.text import visible
-from core.usage import TokenCount, session_cost
+from core.usage.counting import TokenCount
+from core.usage.timeline import session_cost
 from tui import actions
 from tui import messages as msg
 from tui.format import count, plural

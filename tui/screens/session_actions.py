@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from core.session import SessionInfo, list_sessions
-from core.steering import SteeringError
+from core.compaction.steering import SteeringError
+from core.sessions.listing import SessionInfo, list_sessions
 from core.text import visible
 from tui.screens.main_base import MainScreenBase
 from tui.screens.sessions import SessionsScreen

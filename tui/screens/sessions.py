@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from core.session import SessionInfo
+from core.sessions.listing import SessionInfo
 from core.text import visible
 from tui.format import count, one_line, plural
 

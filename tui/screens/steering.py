@@ -15,9 +15,9 @@ from collections.abc import Awaitable, Callable
 from textual import work
 from textual.timer import Timer
 
+from core.compaction.steering import SteeringError
 from core.events import HistoryChanged, Notice
-from core.history import tool_result_ids
-from core.steering import SteeringError
+from core.history.messages import tool_result_ids
 from core.text import visible
 from tui import messages as msg
 from tui.screens.compact_prompt import CompactPromptScreen

@@ -1,6 +1,6 @@
 """BreakdownView: what fills the context, as a segmented bar and a table, live.
 
-Fed with `core.breakdown.Breakdown` (kept current from HistoryChanged splices) or plain figures:
+Fed with `core.history.categories.Breakdown` (kept current from HistoryChanged splices) or plain figures:
 one row per category in chars, an estimated token share and a percentage, and under each the
 largest items with their message index and block. Selecting a category row or an item posts
 `BreakdownView.Selected` naming the message (and block) so the app can select it in the tree.
@@ -22,7 +22,7 @@ from textual.widget import Widget
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from core.breakdown import CATEGORIES, Breakdown, Item
+from core.history.categories import CATEGORIES, Breakdown, Item
 from core.text import visible
 from tui.format import count, one_line, short_count
 

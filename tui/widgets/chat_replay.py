@@ -11,7 +11,7 @@ from typing import Any
 
 from textual.widget import Widget
 
-from core.history import result_text
+from core.history.messages import result_text
 from core.markers import parse_marker
 from core.text import visible
 from tui.widgets.chat_blocks import NoticeLine, UserBlock

@@ -18,7 +18,7 @@ from textual.widgets.option_list import Option
 
 from core.events import CompactionStep
 from core.text import visible
-from core.usage import ContextSample
+from core.usage.timeline import ContextSample
 from tui.format import count, plural, short_count
 from tui.widgets.chat_blocks import STEP_ICONS
 

@@ -21,7 +21,9 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from core.events import CompactionStep, ContextMeasured
-from core.usage import ContextSample, TokenCount, Window
+from core.usage.counting import TokenCount
+from core.usage.prices import Window
+from core.usage.timeline import ContextSample
 from tui.format import count, one_line, plural, short_count
 
 PIPELINE = (

@@ -1,7 +1,7 @@
 """MessageTree: one node per message of the history, children per block, markers styled by kind.
 
 The tree follows `agent.messages` in place: it keeps (message object, node) pairs and applies the
-history's splices (`apply`; a `core.store.History` hands them over through a ChangeFeed), touching only
+history's splices (`apply`; a `core.history.store.History` hands them over through a ChangeFeed), touching only
 the nodes that changed: a replaced message is relabelled in place, removed ones are dropped in one
 cut, new ones are added in chunks with `asyncio.sleep(0)` between them. A plain list is diffed by
 identity (common prefix and suffix stay). Block children are added when a message is expanded.
@@ -30,19 +30,19 @@ from textual.widgets.tree import TreeNode
 from textual.worker import Worker
 
 from core.archive import Archive, ArchivedFile
-from core.history import (
+from core.events import Splice
+from core.history import estimate_chars
+from core.history.messages import (
     USER_PIN_PREFIX,
-    Splice,
-    estimate_chars,
-    message_chars,
     result_text,
     splice_between,
     tool_result_ids,
     tool_use_ids,
     user_pin_key,
 )
+from core.history.sizes import message_chars
+from core.history.store import ChangeFeed, History
 from core.markers import Marker, parse_marker
-from core.store import ChangeFeed, History
 from core.text import visible
 from tui.format import count, one_line, plural, size_bytes, tool_input_summary
 

@@ -29,7 +29,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from core.text import visible
-from core.usage import ContextSample, session_cost
+from core.usage.timeline import ContextSample, session_cost
 from tui.format import count, one_line, short_count
 
 CHART_ROWS = 8

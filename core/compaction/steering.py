@@ -1,0 +1,131 @@
+"""What the user can do to the context by hand: drop a result now, restore an archived one, undo a step.
+
+Each function takes a history and returns a new list (copying only the messages it changes), or
+raises SteeringError with a one-line reason and changes nothing. Like the pipeline, nothing is
+replaced before its full text is safe in the archive, and every marker names the file that holds it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.archive import Archive, ArchiveError
+from core.history.messages import result_text, tool_result_positions
+from core.markers import archived_path, parse_marker, placeholder
+
+Message = dict[str, Any]
+
+RESTORED_HEADING = "[Restored from the archive: {path}]"
+
+
+class SteeringError(Exception):
+    """The action cannot be done; nothing was changed (the message is one line)."""
+
+
+def find_result(messages: Sequence[Message], tool_use_id: str) -> tuple[int, int] | None:
+    """(message index, block index) of the tool_result answering `tool_use_id`, newest first."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        content = message.get("content") if isinstance(message, dict) else None
+        if message.get("role") != "user" or not isinstance(content, list):
+            continue
+        for block_index, block in enumerate(content):
+            if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("tool_use_id") == tool_use_id:
+                return index, block_index
+    return None
+
+
+def _with_block_content(messages: Sequence[Message], index: int, block_index: int, content: Any) -> list[Message]:
+    result = list(messages)
+    old = result[index]
+    blocks = list(old["content"])
+    blocks[block_index] = {**blocks[block_index], "content": content}
+    result[index] = {**old, "content": blocks}
+    return result
+
+
+async def drop_result(messages: Sequence[Message], archive: Archive, tool_use_id: str) -> tuple[list[Message], str]:
+    """Archive one tool result now and leave `[Earlier tool result saved at PATH]`, as micro_compact would.
+
+    Returns the new history and the path. A result that already is a placeholder is refused.
+    """
+    found = find_result(messages, tool_use_id)
+    if found is None:
+        raise SteeringError(f"no tool result for {tool_use_id!r} in the context")
+    index, block_index = found
+    content = messages[index]["content"][block_index].get("content", "")
+    marker = parse_marker(content)
+    if marker is not None and marker.kind == "placeholder":
+        raise SteeringError(f"the result of {tool_use_id} is already archived at {marker.path}")
+    if marker is not None and marker.kind == "persisted" and archive.is_own(marker.path, tool_use_id):
+        # already saved whole (as micro_compact does, keep that file rather than archive the preview)
+        return _with_block_content(messages, index, block_index, placeholder(marker.path)), marker.path
+    try:
+        path = await archive.save_tool_result(tool_use_id, result_text(content))
+    except ArchiveError as error:
+        raise SteeringError(f"nothing dropped: {error}") from error
+    return _with_block_content(messages, index, block_index, placeholder(path)), path
+
+
+def marker_positions(messages: Sequence[Message], path: str) -> list[tuple[int, int]]:
+    """Tool results whose content is a placeholder or persisted-output block naming `path`."""
+    return [(index, block_index) for index, block_index in tool_result_positions(messages)
+            if archived_path(messages[index]["content"][block_index].get("content")) == path]
+
+
+async def restore_result(
+    messages: Sequence[Message], archive: Archive, path: str, char_limit: int
+) -> tuple[list[Message], str]:
+    """Put the archived text at `path` back in context, byte-exact.
+
+    At its place when a placeholder or persisted-output block naming it is still in the history;
+    otherwise appended as one clearly labelled user message. Returns the new history and "in place"
+    or "appended". Refused when the text alone is over `char_limit`, or the path is not in the archive.
+    """
+    found = archive.resolve(path)
+    if found is None or found.kind != "tool-result":
+        raise SteeringError(f"refusing to restore {path!r}: not a tool result in the archive")
+    try:
+        text = await archive.read_text(path)
+    except ArchiveError as error:
+        raise SteeringError(str(error)) from error
+    size = len(json.dumps(text, ensure_ascii=False))
+    if size > char_limit:
+        raise SteeringError(
+            f"{path} is {size:,} chars, more than the {char_limit:,}-char context limit on its own: "
+            "read it in the archive viewer (or let the model read_file it) instead"
+        )
+    positions = marker_positions(messages, path)
+    if positions:
+        result = list(messages)
+        for index, block_index in positions:
+            result = _with_block_content(result, index, block_index, text)
+        return result, "in place"
+    label = RESTORED_HEADING.format(path=path)
+    return [*messages, {"role": "user", "content": f"{label}\n{text}"}], "appended"
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """One compaction applied to the agent's history: the list before it and the list it left."""
+
+    steps: tuple[str, ...]
+    before: tuple[Message, ...]
+    after: tuple[Message, ...]
+    files: tuple[str, ...] = ()
+
+
+def undo(current: Sequence[Message], compaction: Compaction) -> list[Message]:
+    """The history before `compaction`, followed by every message added after it.
+
+    Only messages appended since the step are carried over (they record real side effects): the
+    current history must still start with exactly what the step left, else SteeringError.
+    """
+    after = compaction.after
+    # by identity first (the live case, a few ns a message); equal values do too (a resumed session)
+    if len(current) < len(after) or any(a is not b and a != b for a, b in zip(current, after, strict=False)):
+        raise SteeringError("the history changed since that compaction in a way undo cannot follow")
+    return [*compaction.before, *current[len(after):]]

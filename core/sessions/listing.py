@@ -1,0 +1,127 @@
+"""The sessions of a workdir: list them, find one by id, and pick the one `--resume` continues."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.history.messages import text_of
+from core.history.sizes import estimate_chars
+from core.sessions.log import (
+    SESSION_PREFIX,
+    SESSION_SUFFIX,
+    SESSIONS_DIR,
+    Message,
+    Replay,
+    SessionLog,
+    session_id,
+)
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One session file as `ctxtui sessions` (and a session picker) shows it."""
+
+    id: str
+    path: Path
+    started: float
+    last_active: float
+    messages: int
+    chars: int
+    first_request: str
+    skipped: int = 0
+    resumable: bool = False
+
+
+def session_info(path: Path) -> SessionInfo | None:
+    """What a session file holds; None when it cannot be read at all."""
+    try:
+        stat = path.stat()
+        replay = SessionLog.replay(path)
+    except OSError:
+        return None
+    created = replay.meta.get("created")
+    started = float(created) if isinstance(created, int | float) else stat.st_mtime
+    return SessionInfo(
+        id=session_id(path),
+        path=path,
+        started=started,
+        last_active=stat.st_mtime,
+        messages=len(replay.messages),
+        chars=estimate_chars(replay.messages),
+        first_request=_first_request(replay.messages),
+        skipped=replay.skipped,
+        resumable=replay.valid,
+    )
+
+
+def _session_files_newest_first(state_dir: Path) -> list[Path]:
+    folder = state_dir / SESSIONS_DIR
+    if not folder.is_dir():
+        return []
+    stamped: list[tuple[float, str, Path]] = []
+    for path in folder.glob(f"{SESSION_PREFIX}*{SESSION_SUFFIX}"):
+        try:
+            stamped.append((path.stat().st_mtime, path.name, path))
+        except OSError:
+            continue
+    return [path for _, _, path in sorted(stamped, reverse=True)]
+
+
+def latest_session(state_dir: Path) -> Path | None:
+    """The newest session that replays to a valid, non-empty history (what `--resume` takes).
+
+    Files are tried newest first and replayed one by one, so the usual case reads one file.
+    """
+    found = latest_replay(state_dir)
+    return found[1] if found is not None else None
+
+
+def latest_replay(state_dir: Path, undo_depth: int = 0) -> tuple[Replay, Path] | None:
+    """`latest_session` with the replay it made (with `undo_depth` undo records), so it is not replayed again."""
+    for path in _session_files_newest_first(state_dir):
+        try:
+            replay = SessionLog.replay(path, undo_depth)
+        except OSError:
+            continue
+        if replay.valid:
+            return replay, path
+    return None
+
+
+def list_sessions(state_dir: Path) -> list[SessionInfo]:
+    """The sessions under `state_dir`, newest (last active) first."""
+    return [info for path in _session_files_newest_first(state_dir) if (info := session_info(path))]
+
+
+def find_session(state_dir: Path, wanted: str) -> Path | None:
+    """The session file with this id (or a unique id prefix, or a path to it); None if there is none."""
+    candidate = Path(wanted)
+    if candidate.suffix == SESSION_SUFFIX and candidate.is_file():
+        return candidate
+    folder = state_dir / SESSIONS_DIR
+    if not folder.is_dir() or "/" in wanted or wanted in ("", ".", ".."):
+        return None
+    exact = folder / f"{SESSION_PREFIX}{wanted}{SESSION_SUFFIX}"
+    if exact.is_file():
+        return exact
+    matches = [path for path in folder.glob(f"{SESSION_PREFIX}*{SESSION_SUFFIX}") if session_id(path).startswith(wanted)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def resume_replay(state_dir: Path, wanted: str | None, undo_depth: int = 0) -> tuple[Replay, Path] | None:
+    """The session `--resume` continues, replayed once: the one named, else the newest that replays to
+    a valid history."""
+    if not wanted:
+        return latest_replay(state_dir, undo_depth)
+    path = find_session(state_dir, wanted)
+    return (SessionLog.replay(path, undo_depth), path) if path is not None else None
+
+
+def _first_request(messages: list[Message]) -> str:
+    for message in messages:
+        if message.get("role") == "user":
+            text = text_of(message)
+            if text:
+                return text
+    return ""

@@ -1,0 +1,100 @@
+"""The token size of the next request, and the model's window: exact from the API when it can be had.
+
+`count_next_request` asks the model's `count_tokens` (system, tools and messages as they will be
+sent) and falls back to the tiktoken estimate, labelled with the reason, when the model cannot count
+(offline), is rate limited (429) or fails. A UI runs it in a worker after the history changes,
+debounced: `debounce` seconds of sleep first, so a newer change cancels an older count (Textual's
+`exclusive=True` worker does the cancelling).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from core.history.store import History
+from core.history.tokens import TokenCounter
+from core.model.base import Model, ModelError
+from core.usage.prices import Window, window_for
+
+CountSource = Literal["api", "estimate"]
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    """The token size of the next request: exact from `count_tokens`, or the tiktoken estimate.
+
+    `reason` says why an estimate stands in ("offline", "rate limited", the error) so the view can
+    label it.
+    """
+
+    tokens: int
+    source: CountSource
+    reason: str = ""
+
+    @property
+    def exact(self) -> bool:
+        return self.source == "api"
+
+    @property
+    def label(self) -> str:
+        if self.exact:
+            return "exact (count_tokens)"
+        return f"estimated (tiktoken{', ' + self.reason if self.reason else ''})"
+
+
+def estimate_request(
+    tokens: TokenCounter, system: str, messages: Sequence[Any], tools: Sequence[Any]
+) -> int:
+    """The tiktoken estimate of a whole request: messages (cached per message), system and tools."""
+    extra = tokens.count_text(system) if system else 0
+    if tools:
+        extra += tokens.count_text(json.dumps(list(tools), default=str, ensure_ascii=False))
+    return tokens.count(messages) + extra
+
+
+async def count_next_request(
+    model: Model,
+    tokens: TokenCounter,
+    *,
+    system: str,
+    messages: Sequence[Any],
+    tools: Sequence[Any],
+    debounce: float = 0.0,
+) -> TokenCount:
+    """The exact size of the next request when the model can count it, else the labelled estimate."""
+    if debounce > 0:
+        await asyncio.sleep(debounce)
+    snapshot, tool_list = list(messages), list(tools)
+    counter = getattr(model, "count_tokens", None)
+    reason = "offline" if getattr(model, "offline", False) else "the model cannot count"
+    if counter is not None:
+        try:
+            exact = await counter(system=system, messages=snapshot, tools=tool_list)
+        except ModelError as error:
+            reason = "count_tokens rate limited (429)" if error.kind == "rate_limit" else f"count_tokens failed: {error}"
+        else:
+            if exact is not None:
+                return TokenCount(int(exact), "api")
+    # A History is counted as it is (its tally costs the new messages only); a snapshot would be a plain list.
+    counted = messages if isinstance(messages, History) else snapshot
+    estimate = await asyncio.to_thread(estimate_request, tokens, system, counted, tool_list)
+    return TokenCount(estimate, "estimate", reason)
+
+
+async def model_window(model: Model, setting: int | None = None) -> Window:
+    """The model's window: the API's figure, else the table in core/usage/prices.py, else `setting`."""
+    asker = getattr(model, "context_window", None)
+    api_tokens: int | None = None
+    if asker is not None and not getattr(model, "offline", False):
+        try:
+            api_tokens = await asker()
+        except ModelError:
+            api_tokens = None
+    return window_for(model.name, api_tokens, setting)
+
+
+__all__ = ["count_next_request", "estimate_request", "model_window"]

@@ -1,0 +1,321 @@
+"""The `ctxtui` command: the TUI, one headless turn with `-p`, `sessions`, `config`, `inspect`, `--serve`.
+
+Heavy modules (textual, anthropic, tiktoken) are imported only where needed, so `--version` and
+`--help` are instant; the TUI's start runs with the cyclic garbage collector paused until its first
+frame is painted (tui/startup.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from core import __version__
+from core.text import visible
+from tui.startup import pause_collector, resume_collector
+
+EXIT_OK = 0
+EXIT_MODEL_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+ENVIRONMENT_HELP = """environment:
+  ANTHROPIC_API_KEY     use the real model (without it, or with --offline, the offline model runs)
+  ANTHROPIC_BASE_URL    another Messages API endpoint (a proxy, a gateway, a test server)
+  ANTHROPIC_MODEL       the default for --model
+  CTXTUI_<FIELD>        any setting below, e.g. CTXTUI_CONTEXT_CHAR_LIMIT=80000 or CTXTUI_THEME=nord
+  XDG_CONFIG_HOME       where the config file lives ($XDG_CONFIG_HOME/ctxtui/config.toml)
+"""
+
+COMMANDS_HELP = """commands:
+  ctxtui sessions               this workdir's sessions, newest first (ids for --resume ID)
+  ctxtui config                 the effective settings as TOML, each with its source
+  ctxtui inspect FILE --report  totals, breakdown and a dry run of the pipeline for a history file
+"""
+
+
+class UsageError(Exception):
+    """Bad flags or arguments: exit 2 with a one-line message."""
+
+
+def _settings_help() -> str:
+    """The settings the config file, CTXTUI_* and --set take, with their defaults, and the file's path."""
+    import dataclasses
+
+    from core.compaction import CompactionSettings
+    from core.config import TOP_LEVEL_HELP, config_path, top_level_defaults
+
+    defaults = top_level_defaults()
+    lines = [f"settings (precedence: flags > CTXTUI_<FIELD> > {config_path()} > defaults):"]
+    for name, text in TOP_LEVEL_HELP.items():
+        lines.append(f"  {name:<30} {text} (default {defaults[name]!r})")
+    lines.append("  [compaction] (also --set FIELD=VALUE):")
+    for item in dataclasses.fields(CompactionSettings):
+        lines.append(f"  {item.name:<30} default {item.default!r}")
+    return "\n".join(lines) + "\n"
+
+
+def _common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """Options every command takes (on sub-commands their absence leaves the main parser's value)."""
+    default: Any = argparse.SUPPRESS if suppress else None
+    parser.add_argument("--workdir", type=Path, default=default,
+                        help="the workspace (default: the current directory)")
+    parser.add_argument("--model", default=default, help="model name (default: $ANTHROPIC_MODEL or a current Sonnet model)")
+    parser.add_argument("--set", action="append", default=argparse.SUPPRESS if suppress else [], metavar="FIELD=VALUE",
+                        help="override a setting, e.g. --set context_char_limit=80000 (repeatable)")
+    parser.add_argument("--output-format", choices=("text", "json", "stream-json"), default=default,
+                        help="-p: text (default), json (one object at the end) or stream-json (one object per "
+                        "event); inspect --report and sessions: text or json")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ctxtui",
+        description="Chat with a Claude coding agent while a live inspector shows its context.",
+        epilog=COMMANDS_HELP + "\n" + ENVIRONMENT_HELP + "\n" + _settings_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-p", "--prompt", help="run one turn headless: final text on stdout, "
+                        "one line per compaction step on stderr (-p - reads the prompt from stdin)")
+    _common(parser, suppress=False)
+    parser.add_argument("--offline", action="store_true", help="use the deterministic offline model even with a key")
+    parser.add_argument("--yes", action="store_true", help="allow bash without asking (headless denies it otherwise)")
+    parser.add_argument("--resume", nargs="?", const=True, default=None, metavar="ID",
+                        help="continue the newest session of this workdir that replays to a valid history, "
+                        "or the session ID (see ctxtui sessions)")
+    parser.add_argument("--demo", action="store_true",
+                        help="a scripted offline session that fires every compaction step (TUI)")
+    parser.add_argument("--serve", action="store_true", help="serve the app in a browser (needs ctxtui[serve])")
+    parser.add_argument("--host", default="127.0.0.1", help="--serve: the address to bind (default 127.0.0.1, loopback)")
+    parser.add_argument("--port", type=int, default=8000, help="--serve: the port (default 8000)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="headless: also print tool calls and notices on stderr")
+    parser.add_argument("--version", action="version", version=f"ctxtui {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="{sessions,config,inspect}")
+    sessions = commands.add_parser("sessions", help="list this workdir's sessions, newest first")
+    _common(sessions, suppress=True)
+    config = commands.add_parser("config", help="print the effective settings as TOML with their sources")
+    _common(config, suppress=True)
+    inspect = commands.add_parser("inspect", help="read a transcript, session, messages or Claude Code file")
+    inspect.add_argument("file", type=Path, help="a .jsonl session or transcript, or a .json list of messages / request body")
+    inspect.add_argument("--report", action="store_true", help="print totals, breakdown and the dry run instead of opening the read-only inspector")
+    _common(inspect, suppress=True)
+    return parser
+
+
+def _workdir(args: argparse.Namespace) -> Path:
+    workdir: Path = args.workdir if args.workdir is not None else Path.cwd()
+    if args.demo and args.workdir is None:
+        workdir = Path(tempfile.mkdtemp(prefix="ctxtui-demo-"))
+    if not workdir.exists() and args.demo:
+        workdir.mkdir(parents=True)
+    if not workdir.is_dir():
+        raise UsageError(f"--workdir {workdir} is not a directory")
+    return workdir
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from core.config import ConfigError, resolve_config
+
+    try:
+        return resolve_config(flags={"model": args.model}, overrides=args.set)
+    except ConfigError as error:
+        raise UsageError(str(error)) from error
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from core.config import Settings, apply_config
+    from core.sessions.listing import find_session
+
+    workdir = _workdir(args)
+    if not os.access(workdir, os.W_OK):
+        raise UsageError(f"--workdir {workdir} is not writable (the archive lives there)")
+    config = _config(args)
+    settings = apply_config(Settings(workdir=workdir.resolve()), config)
+    settings.offline = args.offline or args.demo
+    settings.yes = args.yes or args.demo
+    settings.resume = args.resume is not None
+    if isinstance(args.resume, str):
+        if find_session(settings.state_dir, args.resume) is None:
+            raise UsageError(f"--resume {args.resume}: no such session in {settings.state_dir} (see ctxtui sessions)")
+        settings.resume_id = args.resume
+    settings.offline_chunk_delay = 0.004 if args.demo else 0.0
+    return settings
+
+
+def _print_err(line: str) -> None:
+    print(visible(line), file=sys.stderr, flush=True)
+
+
+def run_tui(settings: Any, demo: bool) -> int:
+    from core.agent import Agent
+    from core.model.base import ModelError
+
+    demo_commands: list[str] | None = None
+    if demo:
+        from tui.demo import DEMO_COMMANDS, build_demo_workspace
+
+        asyncio.run(build_demo_workspace(settings.workdir))
+        demo_commands = list(DEMO_COMMANDS)
+    try:
+        agent = Agent.from_settings(settings)
+    except ModelError as error:
+        _print_err(f"ctxtui: {error}")
+        return EXIT_MODEL_ERROR
+    from tui.app import CtxApp
+
+    app = CtxApp(agent, demo_commands=demo_commands, theme=settings.theme)
+    try:
+        app.run()
+    finally:
+        # Said after the app has left the screen, so it stays visible in the terminal.
+        if agent.session is not None and agent.session.error:
+            _print_err(f"ctxtui: this session was not saved completely: {agent.session.error}")
+        if demo:
+            _print_err(f"ctxtui: the demo's workdir is kept at {settings.workdir} (remove it when done)")
+    return app.return_code or EXIT_OK
+
+
+# --------------------------------------------------------------------------- sub-commands
+
+
+def run_sessions(args: argparse.Namespace) -> int:
+    import json
+    import time
+
+    from core.sessions.listing import list_sessions
+    from core.text import one_line
+
+    workdir = _workdir(args).resolve()
+    infos = list_sessions(workdir / ".ctxtui")
+    if args.output_format == "json":
+        rows = [{"id": info.id, "path": str(info.path), "started": info.started, "last_active": info.last_active,
+                 "messages": info.messages, "chars": info.chars, "first_request": info.first_request,
+                 "resumable": info.resumable} for info in infos]
+        print(json.dumps(rows, ensure_ascii=True), flush=True)
+        return EXIT_OK
+    if not infos:
+        _print_err(f"ctxtui: no sessions in {workdir / '.ctxtui' / 'sessions'}")
+        return EXIT_OK
+
+    def stamp(seconds: float) -> str:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
+
+    width = max(len(info.id) for info in infos)
+    print(f"{'id':<{width}}  {'started':<16}  {'last active':<16}  {'messages':>8}  {'chars':>10}  first request",
+          flush=True)
+    for info in infos:
+        request = one_line(info.first_request, 60) or ("(empty)" if not info.messages else "-")
+        mark = "" if info.resumable else "  [cannot resume]"
+        print(visible(f"{info.id:<{width}}  {stamp(info.started):<16}  {stamp(info.last_active):<16}  "
+                      f"{info.messages:>8,}  {info.chars:>10,}  {request}{mark}"), flush=True)
+    return EXIT_OK
+
+
+def run_config(args: argparse.Namespace) -> int:
+    from core.config import effective_toml
+
+    sys.stdout.write(visible(effective_toml(_config(args))))
+    sys.stdout.flush()
+    return EXIT_OK
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    import json
+
+    from core.sessions.inspection import InspectError, load_file, report, report_text
+
+    config = _config(args)
+    try:
+        inspected = load_file(args.file)
+    except InspectError as error:
+        raise UsageError(str(error)) from error
+    data = asyncio.run(report(inspected, config.compaction))
+    if not args.report:
+        from tui.inspect_app import InspectApp
+
+        app = InspectApp(inspected, data)
+        app.run()
+        return app.return_code or EXIT_OK
+    if args.output_format == "json":
+        print(json.dumps(data, ensure_ascii=True, default=str), flush=True)
+    else:
+        sys.stdout.write(visible(report_text(data)))
+        sys.stdout.flush()
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe: point stdout at /dev/null so the interpreter's last flush cannot fail."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    pause_collector()  # back on after the TUI's first frame (tui/startup.py), at once for the rest
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        _quiet_stdout()  # the reader went away (`ctxtui -p ... | head`): nothing more to say
+        return EXIT_MODEL_ERROR
+    finally:
+        resume_collector()
+
+
+def _main(argv: list[str]) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    for name in ("workdir", "model", "output_format"):
+        if not hasattr(args, name):
+            setattr(args, name, None)
+    if not hasattr(args, "set"):
+        args.set = []
+    if args.command is not None or args.prompt is not None or args.serve:
+        resume_collector()  # only the TUI's first frame waits for the collector
+    try:
+        if args.command == "sessions":
+            return run_sessions(args)
+        if args.command == "config":
+            return run_config(args)
+        if args.command == "inspect":
+            return run_inspect(args)
+        if args.prompt is not None and args.demo:
+            raise UsageError("--demo runs in the TUI; it cannot be combined with -p")
+        if args.prompt is not None and args.serve:
+            raise UsageError("--serve runs the TUI in a browser; it cannot be combined with -p")
+        prompt = None
+        if args.prompt is not None:
+            from tui.cli.headless import read_prompt
+
+            prompt = read_prompt(args.prompt, sys.stdin)
+        if prompt is not None and not prompt.strip():
+            raise UsageError("-p needs a non-empty prompt" + (" (stdin was empty)" if args.prompt == "-" else ""))
+        settings = _settings(args)
+    except UsageError as error:
+        parser.print_usage(sys.stderr)
+        _print_err(f"ctxtui: error: {error}")
+        return EXIT_USAGE
+    try:
+        if prompt is not None:
+            from tui.cli.headless import run_headless
+
+            return asyncio.run(run_headless(settings, prompt, verbose=args.verbose,
+                                            output_format=args.output_format or "text"))
+        if args.serve:
+            from tui.cli.serve import serve
+
+            return serve(argv, args.host, args.port)
+        return run_tui(settings, args.demo)
+    except KeyboardInterrupt:
+        _print_err("ctxtui: interrupted")
+        return EXIT_INTERRUPTED
