@@ -11,7 +11,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from core.usage.timeline import ContextSample
+from core.usage.timeline import ContextSample, TokenCount
 
 StepName = Literal[
     "tool_result_budget",
@@ -132,9 +132,11 @@ class ContextMeasured:
 
 @dataclass(frozen=True)
 class ContextSampled:
-    """One model call ended (answered or failed): its sample, as it now stands in `agent.timeline`."""
+    """One model call ended (answered or failed): its sample, as it now stands in `agent.timeline`,
+    and the session's cost so far (None when nothing could be priced)."""
 
     sample: ContextSample
+    session_cost: float | None = None
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,18 @@ class HistoryChanged:
     chars: int = 0
     changes: tuple[Splice, ...] = ()
     reason: str = ""
+
+
+@dataclass(frozen=True)
+class NextCallPreview:
+    """What the next call's prepare would do now (`Compactor.dry_run`: writes nothing, calls no
+    model): its steps, the tool results it would shorten (their tool_use ids), what is pinned, and
+    whether automatic compaction is paused (then nothing would run)."""
+
+    steps: tuple[CompactionStep, ...] = ()
+    shortened: frozenset[str] = frozenset()
+    pinned: frozenset[str] = frozenset()
+    paused: bool = False
 
 
 NoticeKind = Literal["info", "retry", "session", "warning"]
@@ -208,3 +222,7 @@ AgentEvent = (
     | ErrorEvent
     | TurnFinished
 )
+"""What `Agent.run_turn` (and `Agent.compact`) yield."""
+
+Forecast = NextCallPreview | TokenCount
+"""What `Agent.forecast` yields after a change: the preview of the next call, then its size."""

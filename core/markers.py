@@ -43,6 +43,26 @@ def summary_message(title: str, request: str, summary: str, path: str) -> str:
     )
 
 
+RESTORED_HEADING = "[Restored from the archive: {path}]"
+UNANSWERED_MARK = "[An earlier request that got no answer: the turn ended before a reply. The current request follows.]"
+
+
+def restored_message(path: str, text: str) -> str:
+    """A restored result that has no marker left to put it back in place, appended as a user message."""
+    return f"{RESTORED_HEADING.format(path=path)}\n{text}"
+
+
+def unanswered(request: str) -> str:
+    """A request whose turn ended before a reply, marked so the model does not take it for the current one."""
+    return f"{UNANSWERED_MARK}\n{request}"
+
+
+def is_note(text: str) -> bool:
+    """Text ctxtui put into a user message that is not the person's request: a restored result or
+    an unanswered request."""
+    return text.startswith((RESTORED_HEADING.split("{")[0], UNANSWERED_MARK))
+
+
 def request_marker(request: str) -> str:
     """What prepare looks for to know the current request is still visible in a summary."""
     return f"{CURRENT_REQUEST_HEADING}{request}\n\n{SUMMARY_HEADING.rstrip(chr(10))}"

@@ -12,14 +12,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.history.messages import result_text
-from core.text import one_line as core_one_line
-from core.text import visible
+from core.text import one_line, visible
 
 
-def one_line(text: str, limit: int = 80) -> str:
+def display_line(text: str, limit: int = 80) -> str:
     """`text` on one line, cut to `limit` characters with an ellipsis (`core.text.one_line`), its
     control characters shown as escapes (they count after the cut, so an escape is never split)."""
-    return visible(core_one_line(text, limit))
+    return visible(one_line(text, limit))
 
 
 def count(value: int) -> str:
@@ -64,10 +63,10 @@ def tool_input_summary(name: str, tool_input: dict[str, Any], limit: int = 80) -
     for key in ("command", "path", "pattern", "focus"):
         value = tool_input.get(key)
         if isinstance(value, str) and value:
-            return one_line(value, limit)
+            return display_line(value, limit)
     if not tool_input:
         return ""
-    return one_line(json.dumps(tool_input, ensure_ascii=False, default=str), limit)
+    return display_line(json.dumps(tool_input, ensure_ascii=False, default=str), limit)
 
 
 def transcript_text(messages: Sequence[Any]) -> str:

@@ -1,44 +1,44 @@
-"""The agent loop: prepare the context, stream the model, run the tools, repeat.
+"""The agent: the turn loop, the tools and consent, over a conversation and a context keeper.
 
 `Agent.run_turn(text)` is an async generator of events (core/events.py), yielded in the order
-things happen: it is the only channel from the core to a UI. A tool that needs consent yields
+things happen: it is the only channel from the core to a UI. A turn is: add the request, then
+(prepare the context, call the model, run the tool batch) until the model stops calling tools. The
+parts it holds do the rest: the `Conversation` (core/agent/conversation.py) applies and records
+every change of the history and returns the `HistoryChanged` it made; the `ContextKeeper`
+(core/agent/keeper.py) runs the compactor and the user's steering, and yields their events. The
+request is handed to each part as a parameter. A tool that needs consent yields
 `PermissionRequested` and waits for its `reply` future. Whatever happens (an API error, a failed
 summary, a cancelled task, a closed generator) one place, `_finish`, ends the turn, and the history
 it leaves is API-valid: every tool_use is answered and no half-written assistant message is kept.
-
-The Agent's other jobs live in parts it inherits, one module each: `core.agent_base` (the shared
-state, history changes, the session log, measuring), `core.agent_compaction` (running the pipeline's
-steps and keeping them for undo), `core.agent_steering` (the user's actions on the context) and
-`core.agent_sessions` (new session, resume). This module holds the Agent itself: its state, how it
-is built, and the turn loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from core.agent.base import Message
-from core.agent.compacting import AgentCompaction
-from core.agent.sessions import AgentSessions, resumed_session
-from core.agent.steering import AgentSteering
+from core.agent.build import SYSTEM_PROMPT, build_stack
+from core.agent.conversation import Conversation
+from core.agent.keeper import ContextKeeper, SummaryStep
 from core.archive import Archive
-from core.compaction import Compactor
-from core.compaction.pipeline import Summarize
-from core.compaction.steering import Compaction
+from core.compaction.pipeline import Compactor
+from core.compaction.steering import Compaction, SteeringError
 from core.config import Settings
 from core.events import (
-    PERMISSION_CHOICES,
     AgentEvent,
     AssistantMessage,
     CompactionStep,
+    ContextMeasured,
     ContextSampled,
     ErrorEvent,
+    Forecast,
+    HistoryChanged,
+    NextCallPreview,
     Notice,
     PermissionRequested,
     TextDelta,
@@ -47,27 +47,18 @@ from core.events import (
     TurnFinished,
     TurnStarted,
 )
-from core.history.messages import interrupted_result, last_user_request, text_of, user_pin_key
-from core.history.sizes import dumps
+from core.history.messages import interrupted_result, text_of, tool_result_ids, user_pin_key
 from core.history.store import History
 from core.history.tokens import TokenCounter
-from core.markers import parse_marker
+from core.markers import UNANSWERED_MARK, parse_marker, unanswered
 from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, Retrying, TextChunk
 from core.sessions.log import SessionLog
-from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput, Workspace
+from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput
+from core.usage.counting import count_next_request
 from core.usage.prices import price_for
-from core.usage.timeline import Timeline
+from core.usage.timeline import ContextSample, Timeline, TokenCount
 
-SYSTEM_PROMPT = """You are a coding agent working in the directory {workdir} through tools: bash, read_file, \
-write_file, edit_file, glob and compact. Work step by step, read before you edit, and keep answers short.
-
-Your context is kept small by a compaction pipeline. Older tool results may be replaced by \
-`[Earlier tool result saved at PATH]`, large ones by a `<persisted-output>` block with a preview, and \
-old messages by `[N messages archived at PATH]`; a `[Compacted]` message holds the current request and \
-a summary. Every PATH is relative to the working directory: read it with read_file (use offset/limit \
-for large files) when you need the full text again. Call the compact tool when a phase of work is done \
-and its details are no longer needed."""
-
+Message = dict[str, Any]
 DEFAULT_MAX_STEPS = 50
 
 
@@ -84,12 +75,13 @@ class _Turn:
     error: str | None = None
     error_kind: str = "error"
     finished: bool = False
+    ended: bool = False
 
     def fail(self, message: str, kind: str) -> None:
         self.error, self.error_kind = message, kind
 
 
-class Agent(AgentSteering, AgentSessions, AgentCompaction):
+class Agent:
     """One conversation with a model, its tools and its compaction pipeline."""
 
     def __init__(
@@ -108,85 +100,121 @@ class Agent(AgentSteering, AgentSessions, AgentCompaction):
     ) -> None:
         self.model = model
         self.toolbox = toolbox
-        self.compactor = compactor
         self.settings = settings or Settings(workdir=toolbox.workspace.root)
-        self.session = session
-        self._messages = History(messages or [])
+        workdir = toolbox.workspace.root
+        self.conversation = Conversation(
+            messages or [], session=session, state_dir=self.settings.state_dir,
+            meta={"model": model.name, "workdir": str(workdir)},
+        )
+        self.keeper = ContextKeeper(
+            compactor, self.conversation, undo_depth=self.settings.undo_depth, auto_compact=self.settings.auto_compact,
+        )
         self.tokens = token_counter or TokenCounter()
-        self.system_prompt = system_prompt or SYSTEM_PROMPT.format(workdir=toolbox.workspace.root)
+        self.system_prompt = system_prompt or SYSTEM_PROMPT.format(workdir=workdir)
         self.max_steps = max_steps
         self.allow_all = self.settings.yes if allow_all is None else allow_all
         """Run tools that need consent without asking (`--yes`)."""
         self.allowed_for_session: set[str] = set()
         """Tools the user allowed for the rest of this session ("session" answers)."""
-        self.last_request = last_user_request(self._messages)
         self.last_input_tokens: int | None = None
         self.running = False
-        self.resumed_from: str | None = None
         self._announce: Notice | None = None  # said once, at the start of the first turn
-        self._steps: list[CompactionStep] = []  # what the compactor reported during the current call
-        self.compactions: list[Compaction] = []
-        """Every compaction applied to this history, oldest first (what `undo_compaction` reverses)."""
-        self.auto_compact = self.settings.auto_compact
-        """False pauses the pipeline before each call; reactive_compact still guards an API refusal."""
-        self._session_error: str | None = None
-        self._timeline = Timeline(None if model.offline else price_for(model.name), offline=model.offline)
-        compactor.on_event = self._steps.append
-        if compactor.summarize is not None and self.settings.summary_instructions.strip():
-            compactor.summarize = _with_instructions(compactor.summarize, self.settings.summary_instructions)
-
-    # --- construction -------------------------------------------------------------------------
+        self._timeline = self._new_timeline()
 
     @classmethod
     def from_settings(cls, settings: Settings, *, model: Model | None = None, allow_all: bool | None = None) -> Agent:
-        """Build the whole stack from settings: model (offline without a key), tools, archive, session."""
-        workdir = settings.workdir.resolve()
-        settings.workdir = workdir
-        if model is None:
-            model = make_model(settings)
-        archive = Archive(workdir)
-        toolbox = ToolBox(
-            Workspace(workdir),
-            bash_timeout=settings.bash_timeout,
-            max_bash_timeout=settings.max_bash_timeout,
-            output_limit=settings.tool_output_limit,
-            read_line_limit=settings.read_line_limit,
-            spill_dir=archive.tool_results_dir,
-            spill_byte_limit=settings.spill_byte_limit,
-            glob_time_budget=settings.glob_time_budget,
-        )
-        compactor = Compactor(archive, summarize=model.summarize, settings=settings.compaction)
-        replay, resumed = resumed_session(settings)
-        session = SessionLog.create(settings.state_dir, {"model": model.name, "workdir": str(workdir)})
-        agent = cls(model, toolbox, compactor, settings=settings, session=session, messages=replay.messages,
-                    allow_all=allow_all)
-        agent._take_over(replay.compactions, replay.pins)
-        if resumed is not None:
-            agent.resumed_from = str(resumed)
-            agent._announce = Notice(f"resumed {len(replay.messages)} messages from {resumed}")
+        """Build the whole stack from settings: model (offline without a key), tools, archive, session;
+        with `--resume`, the chosen session's history, pins and undo records."""
+        stack = build_stack(settings, model)
+        agent = cls(stack.model, stack.toolbox, stack.compactor, settings=stack.settings, session=stack.session,
+                    messages=stack.replay.messages, allow_all=allow_all)
+        agent.keeper.take_over(stack.replay.compactions, stack.replay.pins)
+        if stack.resumed is not None:
+            agent.conversation.resumed_from = str(stack.resumed)
+            agent._announce = Notice(f"resumed {len(stack.replay.messages)} messages from {stack.resumed}")
         return agent
+
+    # --- what the parts hold ---------------------------------------------------------------------
+
+    @property
+    def messages(self) -> History:
+        """The current history (plain dicts, Messages API shape), in a list that records its changes."""
+        return self.conversation.history
+
+    @property
+    def chars(self) -> int:
+        return self.conversation.chars
+
+    @property
+    def session(self) -> SessionLog | None:
+        return self.conversation.session
+
+    @property
+    def resumed_from(self) -> str | None:
+        return self.conversation.resumed_from
+
+    @property
+    def compactor(self) -> Compactor:
+        return self.keeper.compactor
+
+    @property
+    def archive(self) -> Archive:
+        return self.keeper.archive
+
+    @property
+    def compactions(self) -> list[Compaction]:
+        """Every compaction applied to this history, oldest first (what `undo_compaction` reverses)."""
+        return self.keeper.compactions
+
+    @property
+    def auto_compact(self) -> bool:
+        """False pauses the pipeline before each call; reactive_compact still guards an API refusal."""
+        return self.keeper.auto_compact
+
+    @auto_compact.setter
+    def auto_compact(self, value: bool) -> None:
+        self.keeper.auto_compact = value
+
+    @property
+    def pinned(self) -> frozenset[str]:
+        """What every compaction step keeps byte-exact: tool_use ids and `user:` keys."""
+        return self.keeper.pinned
+
+    @property
+    def timeline(self) -> list[ContextSample]:
+        """**contract** One sample per model call, oldest first (what was sent, the steps before it, usage)."""
+        return list(self._timeline.samples)
+
+    def _new_timeline(self) -> Timeline:
+        return Timeline(None if self.model.offline else price_for(self.model.name), offline=self.model.offline)
 
     # --- the turn -------------------------------------------------------------------------------
 
     async def run_turn(self, text: str) -> AsyncIterator[AgentEvent]:
-        """Run one user turn to the end, yielding every event as it happens."""
+        """Run one user turn to the end, yielding every event as it happens.
+
+        Cancelled, it repairs the history and yields that change before the cancel goes on, so a
+        view that applies every HistoryChanged stays equal to the history."""
         if self.running:
             yield ErrorEvent("a turn is already running", "busy")
             return
         self.running = True
         turn = _Turn(text)
-        self.last_request = text
         try:
             async with contextlib.aclosing(self._turn(turn)) as events:
                 async for event in events:
-                    yield self._log(event)
-                    if notice := self._session_notice():
+                    yield self.conversation.log(event)
+                    if notice := self.conversation.session_notice():
                         yield notice
             if turn.error is not None:
-                yield self._log(ErrorEvent(turn.error, turn.error_kind))
+                yield self.conversation.log(ErrorEvent(turn.error, turn.error_kind))
             turn.finished = True
             usage = dict(turn.response.usage) if turn.response is not None and turn.error is None else {}
             yield TurnFinished(turn.final_text, error=turn.error, usage=usage)
+        except asyncio.CancelledError:
+            if repaired := self._finish(turn):
+                yield repaired
+            raise
         finally:
             self._finish(turn)
 
@@ -200,7 +228,7 @@ class Agent(AgentSteering, AgentSessions, AgentCompaction):
             self._announce = None
         reactive_retries = 0
         for _ in range(self.max_steps):
-            async for event in self._prepare():
+            async for event in self._compacting(self.keeper.prepare(turn.request)):
                 yield event
             measured = await self.measure()
             yield measured
@@ -211,7 +239,7 @@ class Agent(AgentSteering, AgentSessions, AgentCompaction):
                     async for event in stream:
                         yield event
             except ModelError as error:
-                yield ContextSampled(self._timeline.finish(None, str(error)))
+                yield self._sampled(self._timeline.finish(None, str(error)))
                 if not isinstance(error, PromptTooLongError):
                     turn.fail(str(error), error.kind)
                     return
@@ -219,11 +247,18 @@ class Agent(AgentSteering, AgentSessions, AgentCompaction):
                     turn.fail(f"the API still refuses the context after reactive compaction: {error}", error.kind)
                     return
                 reactive_retries += 1
-                async for event in self._compaction("reactive_compact", None):
-                    yield event
+                failed = None
+                async for event in self._compacting(self.keeper.compact("reactive_compact", turn.request)):
+                    if isinstance(event, ErrorEvent):
+                        failed = event  # the turn ends with it: the same request would be refused again
+                    else:
+                        yield event
+                if failed is not None:
+                    turn.fail(failed.message, failed.kind)
+                    return
                 continue
             response = turn.response
-            yield ContextSampled(self._timeline.finish(None if response is None else response.usage))
+            yield self._sampled(self._timeline.finish(None if response is None else response.usage))
             if response is None:
                 turn.fail("the model stream ended without a message", "api")
                 return
@@ -236,6 +271,17 @@ class Agent(AgentSteering, AgentSessions, AgentCompaction):
                 yield event
         turn.fail(f"stopped after {self.max_steps} model calls in one turn", "limit")
 
+    def _sampled(self, sample: ContextSample) -> ContextSampled:
+        return ContextSampled(sample, self._timeline.session_cost)
+
+    async def _compacting(self, events: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
+        """The keeper's events, passed on; each step it took is noted for the next call's sample."""
+        self._timeline.note_before(self.chars)
+        async for event in events:
+            if isinstance(event, CompactionStep):
+                self._timeline.note_step(event.step, event.saved)
+            yield event
+
     async def _add_request(self, request: str) -> AsyncGenerator[AgentEvent, None]:
         """Append the request so that the model sees one clear request.
 
@@ -244,33 +290,33 @@ class Agent(AgentSteering, AgentSessions, AgentCompaction):
         which is marked as unanswered so the model does not take both for the current one (unless
         it is pinned: a pinned message stays byte-exact).
         """
-        last = self._messages[-1] if self._messages else None
+        history = self.conversation.history
+        last = history[-1] if history else None
         # a pinned message is never rewritten (it may also just follow a summary that carried it)
         if last is not None and _unanswered_request(last) and user_pin_key(last) not in self.pinned:
             if last["content"] == request:
                 return
-            marked = {**last, "content": f"{UNANSWERED_MARK}\n{last['content']}"}
-            if changed := self._replace([*self._messages[:-1], marked], "unanswered request"):
+            marked = {**last, "content": unanswered(last["content"])}
+            if changed := self.conversation.replace([*history[:-1], marked], "unanswered request"):
                 yield changed
         if self.oversize(request) is not None:
             yield Notice(
-                f"this message alone is {len(request):,} chars, over the {self.compactor.settings.context_char_limit:,}"
+                f"this message alone is {len(request):,} chars, over the {self.keeper.limit:,}"
                 "-char context limit: no compaction step can shrink it (archive it as a file for the model to read)",
                 "warning",
             )
-        yield self._append({"role": "user", "content": request}, "user")
+        yield self.conversation.append({"role": "user", "content": request}, "user")
 
     def oversize(self, request: str) -> int | None:
         """The size of `request` as a message's content (JSON chars) when it alone is over the context
         limit, which no compaction step can shrink; None when it fits."""
-        size = len(dumps(request))
-        return size if size > self.compactor.settings.context_char_limit else None
+        return self.keeper.oversize(request)
 
     async def _call_model(self, turn: _Turn) -> AsyncGenerator[AgentEvent, None]:
         """Stream one model call; the complete reply lands in `turn.response`."""
         stream = self.model.stream(
             system=self.system_prompt,
-            messages=self._messages,
+            messages=self.conversation.history,
             tools=self.toolbox.schemas,
             max_tokens=self.settings.max_tokens,
         )
@@ -292,7 +338,7 @@ class Agent(AgentSteering, AgentSessions, AgentCompaction):
             content = [{"type": "text", "text": "(no reply)"}]
         turn.batch = [block for block in content if block.get("type") == "tool_use"]
         turn.answered = []
-        yield self._append({"role": "assistant", "content": content}, "assistant")
+        yield self.conversation.append({"role": "assistant", "content": content}, "assistant")
         yield AssistantMessage(content, response.stop_reason)
         turn.final_text = text_of({"content": content}) or turn.final_text
 
@@ -332,52 +378,207 @@ class Agent(AgentSteering, AgentSessions, AgentCompaction):
                 tool_use_id, name, tool_input, output.content, len(output.content), elapsed, output.is_error
             )
         answered, turn.batch, turn.answered = turn.answered, [], []
-        yield self._append({"role": "user", "content": answered}, "tools")
+        yield self.conversation.append({"role": "user", "content": answered}, "tools")
         if compact_requested:
-            async for event in self._compaction("compact_history", compact_focus):
+            async for event in self._compacting(self.keeper.compact("compact_history", turn.request, compact_focus)):
                 yield event
             yield await self.measure()
 
     def _pre_approved(self, tool: str) -> bool:
         return self.allow_all or tool in self.allowed_for_session
 
-    def _finish(self, turn: _Turn) -> None:
-        """The one place a turn ends (completed, failed, cancelled or closed): repair and record it."""
+    def _finish(self, turn: _Turn) -> HistoryChanged | None:
+        """The one place a turn ends (completed, failed, cancelled or closed): repair and record it.
+        Runs once; returns the repair (the interrupted tool calls answered), if one was needed."""
+        if turn.ended:
+            return None
+        turn.ended = True
         if turn.waiting is not None and not turn.waiting.done():
             turn.waiting.set_result("deny")
         self._timeline.abandon("cancelled")
+        repaired = None
         if turn.batch:
             done = {result.get("tool_use_id") for result in turn.answered}
             results = [*turn.answered] + [
                 interrupted_result(str(block.get("id"))) for block in turn.batch if block.get("id") not in done
             ]
-            self._append({"role": "user", "content": results}, "interrupted")
+            repaired = self.conversation.append({"role": "user", "content": results}, "interrupted")
         self.running = False
-        if not turn.finished and self.session is not None:
-            self.session.record({"type": "event", "kind": "TurnCancelled", "event": {}})
+        if not turn.finished:
+            self.conversation.record_cancel()
+        return repaired
+
+    # --- measuring ------------------------------------------------------------------------------
+
+    async def measure(self) -> ContextMeasured:
+        """The figures of the history as it is now (tokens counted off the event loop)."""
+        tokens: int | None
+        try:
+            tokens = await self.tokens.count_async(self.conversation.history)
+        except Exception:
+            tokens = None
+        return ContextMeasured(
+            chars=self.chars,
+            limit=self.keeper.limit,
+            messages=len(self.conversation.history),
+            tokens=tokens,
+            input_tokens=self.last_input_tokens,
+        )
+
+    async def count_next_request(self, debounce: float = 0.0) -> TokenCount:
+        """The size of the next request: exact from the model's count_tokens, else the labelled estimate."""
+        return await count_next_request(
+            self.model, self.tokens, system=self.system_prompt, messages=self.conversation.history,
+            tools=self.toolbox.schemas, debounce=debounce,
+        )
+
+    async def forecast(self, debounce: float = 0.0) -> AsyncIterator[Forecast]:
+        """What the next call would be, for a view to show after a change (the one thing a view asks):
+        first the preview of the next prepare (writes nothing, calls no model), then the request's
+        size (exact from count_tokens, else the labelled estimate). Nothing while a turn runs."""
+        if debounce > 0:
+            await asyncio.sleep(debounce)
+        if self.running:
+            return
+        steps = await self.keeper.preview(self.conversation.request) if self.auto_compact else []
+        if self.running:
+            return
+        files = {path for step in steps for path in step.files_written}
+        shortened = frozenset(
+            tool_use_id for message in self.conversation.history if message.get("role") == "user"
+            for tool_use_id in tool_result_ids(message)
+            if self.archive.expected_tool_result_path(tool_use_id) in files
+        ) if files else frozenset()
+        yield NextCallPreview(tuple(steps), shortened, self.pinned, not self.auto_compact)
+        yield await self.count_next_request()
+
+    # --- steering (DESIGN.md, "Steering"): each refuses while a turn runs -----------------------------
+
+    def _idle(self, action: str) -> None:
+        """Refuse an action that changes or reads the history while a turn is running."""
+        if self.running:
+            raise SteeringError(f"cannot {action} while a turn is running")
+
+    async def drop(self, tool_use_id: str) -> HistoryChanged | None:
+        """Archive one tool result now and leave a placeholder, exactly as micro_compact would."""
+        self._idle("drop a result")
+        return await self.keeper.drop(tool_use_id)
+
+    async def restore(self, path: str) -> HistoryChanged | None:
+        """The archived text at `path` is back in context, byte-exact."""
+        self._idle("restore a result")
+        return await self.keeper.restore(path)
+
+    async def undo_compaction(self) -> HistoryChanged | None:
+        """Reverse the last compaction: what it removed is back, byte-exact and in place, and every
+        message added after it stays after it. Falsy when there is nothing to undo."""
+        self._idle("undo a compaction")
+        return await self.keeper.undo()
+
+    async def pin(self, key: str) -> Notice:
+        """Pin a tool result (by its tool_use id) or a user message (by its `user:` key, see `pin_key`)."""
+        return self.keeper.pin(key)
+
+    async def unpin(self, key: str) -> Notice:
+        """Unpin a tool result or a user message; compaction may shorten it again."""
+        return self.keeper.unpin(key)
+
+    def pin_key(self, index: int) -> str | None:
+        """The key `pin` takes for the message at `index` (None for a marker or a reply)."""
+        return self.keeper.pin_key(index)
+
+    def pinned_chars(self) -> int:
+        return self.keeper.pinned_chars()
+
+    async def preview(self) -> list[CompactionStep]:
+        """What the next prepare would do now, step by step (writes nothing, calls no model)."""
+        self._idle("preview the next call")
+        return await self.keeper.preview(self.conversation.request)
+
+    async def recompact_warning(self) -> Notice | None:
+        """After an undo: a warning when automatic compaction would compact again on the next call."""
+        if not self.auto_compact or self.running:
+            return None
+        fired = [step.step for step in await self.preview() if step.saved > 0 or step.step == "compact_history"]
+        if not fired:
+            return None
+        notice = Notice(
+            f"automatic compaction is on: the next call would run {' + '.join(dict.fromkeys(fired))} again; "
+            "pause it, or compact with a focus instead", "warning")
+        self.conversation.log(notice)
+        return notice
+
+    async def draft_summary(self, focus: str | None = None) -> str:
+        """A summary of the history as a manual compact would ask for it; changes nothing. Review (and
+        edit) it, then `compact(focus, summary=text)` puts exactly that text in."""
+        self._idle("draft a summary")
+        return await self.keeper.draft_summary(self.conversation.request, focus)
+
+    async def archive_request(self, text: str) -> str:
+        """Save a request too long for the context in the archive; returns the short message to send instead."""
+        return await self.keeper.archive_request(text)
+
+    async def compact(self, focus: str | None = None, summary: str | None = None) -> AsyncIterator[AgentEvent]:
+        """Compact the history now, on the user's request (the focus goes into the summary request);
+        `summary` (e.g. a reviewed `draft_summary`) is used exactly as given instead of asking the model."""
+        async for event in self._user_compaction("compact_history", focus, summary):
+            yield event
+
+    async def _user_compaction(
+        self, step: SummaryStep, focus: str | None, summary: str | None
+    ) -> AsyncIterator[AgentEvent]:
+        if self.running:
+            yield ErrorEvent("cannot compact while a turn is running", "busy")
+            return
+        if not self.conversation.history:
+            yield ErrorEvent("nothing to compact yet", "compaction")
+            return
+        self.running = True
+        try:
+            events = self.keeper.compact(step, self.conversation.request, focus, summary)
+            async for event in self._compacting(events):
+                yield self.conversation.log(event)
+                if notice := self.conversation.session_notice():
+                    yield notice
+            yield await self.measure()
+        finally:
+            self.running = False
+
+    # --- sessions ---------------------------------------------------------------------------------
+
+    def new_session(self) -> HistoryChanged:
+        """Forget the history and start a new session file (archives and old sessions stay on disk)."""
+        changed = self.conversation.start_new([], "new session")
+        self._forget_session_state()
+        return changed
+
+    async def resume(self, path: Path) -> HistoryChanged:
+        """Continue the session in `path` (the session picker): its validated history replaces this one
+        and a new session file records it, with its pins and undo records, as `--resume` does at start.
+        The timeline and the session's permissions start empty, as after `new_session`."""
+        self._idle("resume a session")
+        replay = await asyncio.to_thread(SessionLog.replay, path, self.settings.undo_depth)
+        self._idle("resume a session")
+        changed = self.conversation.start_new(replay.messages, "resume")
+        self._forget_session_state()
+        self.conversation.resumed_from = str(path)
+        self.keeper.take_over(replay.compactions, replay.pins)
+        return changed
+
+    def _forget_session_state(self) -> None:
+        self.last_input_tokens = None
+        self.allowed_for_session.clear()
+        self.keeper.reset()
+        self._timeline = self._new_timeline()  # cost is per session
 
     async def aclose(self) -> None:
-        if self.session is not None:
-            await self.session.close()
+        await self.conversation.close()
         await self.model.aclose()
 
 
-UNANSWERED_MARK = "[An earlier request that got no answer: the turn ended before a reply. The current request follows.]"
-
-
-def _with_instructions(summarize: Summarize, instructions: str) -> Summarize:
-    """`summarize` with the user's standing summary instructions added to every focus."""
-
-    async def summarize_with(text: str, focus: str | None) -> str:
-        standing = f"Always: {instructions.strip()}"
-        return await summarize(text, f"{focus}\n{standing}" if focus else standing)
-
-    summarize_with.__wrapped__ = summarize  # type: ignore[attr-defined]
-    return summarize_with
-
-
 def _unanswered_request(message: Message) -> bool:
-    """A plain user request (not a marker, not tool results) that no assistant message answered."""
+    """A plain user request (not a marker, not tool results, not marked already) that no assistant
+    message answered."""
     content = message.get("content")
     return (
         message.get("role") == "user"
@@ -387,22 +588,4 @@ def _unanswered_request(message: Message) -> bool:
     )
 
 
-def make_model(settings: Settings) -> Model:
-    """The Anthropic model when a key is configured (and --offline is not set), else the offline one."""
-    if settings.use_offline:
-        from core.model.offline import OfflineModel
-
-        why = "offline model (--offline)" if settings.offline else "offline model (no API key)"
-        return OfflineModel(chunk_delay=settings.offline_chunk_delay, label=why)
-    from core.model.anthropic import AnthropicModel
-
-    return AnthropicModel(
-        settings.model,
-        base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
-        timeout=settings.request_timeout,
-        max_retries=settings.max_retries,
-        retry_after_cap=settings.retry_after_cap,
-    )
-
-
-__all__ = ["PERMISSION_CHOICES", "Agent", "make_model"]
+__all__ = ["Agent"]

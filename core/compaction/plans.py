@@ -1,5 +1,5 @@
 """What the pipeline's steps plan before they write: replacements of tool results, a snip's cut, and
-the copy-on-write editor that applies them; the summarizer's view of a conversation.
+the copy-on-write editor that applies them.
 
 Nothing here writes to disk or calls a model: a step plans with these, saves everything it will
 remove, and only then applies the plan (core/compaction/pipeline.py).
@@ -7,7 +7,6 @@ remove, and only then applies the plan (core/compaction/pipeline.py).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,9 +15,14 @@ from typing import Any
 
 from core.archive import TRANSCRIPTS_DIR
 from core.events import Splice
-from core.history.messages import tool_result_positions, unseen_tool_result_positions
+from core.history.messages import (
+    has_tool_use,
+    is_tool_result,
+    tool_result_positions,
+    unseen_tool_result_positions,
+)
 from core.history.sizes import SEPARATOR, list_chars, message_chars
-from core.markers import omission_marker, request_marker, snip_marker
+from core.markers import request_marker, snip_marker
 
 Message = dict[str, Any]
 
@@ -139,23 +143,6 @@ def unchanged(messages: Sequence[Message]) -> list[Message]:
     return messages if isinstance(messages, list) else list(messages)
 
 
-def conversation_text(messages: Sequence[Message], limit: int = 80_000, transcript: str | None = None) -> str:
-    """The JSON of `messages` for the summarizer: head 1/4 and tail 3/4 of `limit` when longer.
-
-    `<` and `>` are written as the JSON escapes \\u003c and \\u003e (still valid JSON, and the
-    same messages once decoded), so no text inside can close the tag the prompt wraps it in. A cut
-    text has a visible omission line between head and tail naming the transcript with the whole.
-    """
-    text = json.dumps(list(messages), default=str, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
-    if len(text) <= limit:
-        return text
-    head = limit // 4
-    tail = limit - head
-    omitted = len(text) - head - tail
-    where = f"the whole conversation is in {transcript}" if transcript else "the whole conversation is not shown"
-    return f"{text[:head]}\n{omission_marker(omitted, where)}\n{text[len(text) - tail:]}"
-
-
 def is_request_copy(message: Message, active_request: str | None) -> bool:
     return active_request is not None and message.get("role") == "user" and message.get("content") == active_request
 
@@ -168,3 +155,12 @@ def request_visible(messages: Sequence[Message], active_request: str) -> bool:
         and (message["content"] == active_request or marker in message["content"])
         for message in messages
     )
+
+
+def reactive_cut(messages: Sequence[Message], keep: int) -> int:
+    """Where the kept tail of a reactive compaction of `keep` messages starts (a pair is never split)."""
+    count = len(messages)
+    tail_start = max(0, count - keep)
+    if 0 < tail_start < count and is_tool_result(messages[tail_start]) and has_tool_use(messages[tail_start - 1]):
+        tail_start -= 1
+    return tail_start

@@ -13,13 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.archive import Archive, ArchiveError
-from core.history.messages import result_text, tool_result_positions
-from core.markers import archived_path, parse_marker, placeholder
+from core.history.messages import USER_PIN_PREFIX, find_user_message, result_text, tool_result_positions
+from core.markers import archived_path, parse_marker, placeholder, restored_message
 
 Message = dict[str, Any]
-
-RESTORED_HEADING = "[Restored from the archive: {path}]"
-
 
 class SteeringError(Exception):
     """The action cannot be done; nothing was changed (the message is one line)."""
@@ -36,6 +33,14 @@ def find_result(messages: Sequence[Message], tool_use_id: str) -> tuple[int, int
             if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("tool_use_id") == tool_use_id:
                 return index, block_index
     return None
+
+
+def pin_target(messages: Sequence[Message], key: str) -> tuple[int, int | None] | None:
+    """Where what `key` pins is: (message, block) of a tool result, (message, None) of a user message."""
+    if key.startswith(USER_PIN_PREFIX):
+        index = find_user_message(messages, key)
+        return None if index is None else (index, None)
+    return find_result(messages, key)
 
 
 def _with_block_content(messages: Sequence[Message], index: int, block_index: int, content: Any) -> list[Message]:
@@ -104,8 +109,7 @@ async def restore_result(
         for index, block_index in positions:
             result = _with_block_content(result, index, block_index, text)
         return result, "in place"
-    label = RESTORED_HEADING.format(path=path)
-    return [*messages, {"role": "user", "content": f"{label}\n{text}"}], "appended"
+    return [*messages, {"role": "user", "content": restored_message(path, text)}], "appended"
 
 
 @dataclass(frozen=True)

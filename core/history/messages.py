@@ -15,7 +15,7 @@ from itertools import compress, count
 from typing import Any
 
 from core.events import Splice
-from core.markers import parse_marker
+from core.markers import is_note, parse_marker
 
 Message = dict[str, Any]
 Block = dict[str, Any]
@@ -91,11 +91,21 @@ def text_of(message: Any) -> str:
     return "\n".join(str(block.get("text", "")) for block in blocks(message) if block.get("type") == "text")
 
 
-def last_user_request(messages: Sequence[Message]) -> str:
-    """The newest plain user request in `messages` (what a resumed history's next prepare keeps)."""
+def current_request(messages: Sequence[Message]) -> str:
+    """The request the next call works on: the newest user text that is the person's own. A summary
+    marker stands for the request it holds; other markers and ctxtui's notes (a restored result, an
+    unanswered request) are passed over. Empty when there is none."""
     for message in reversed(messages):
-        if message.get("role") == "user" and isinstance(message.get("content"), str):
-            return str(message["content"])
+        content = message.get("content") if isinstance(message, dict) else None
+        if message.get("role") != "user" or not isinstance(content, str) or not content:
+            continue
+        marker = parse_marker(content)
+        if marker is not None:
+            if marker.request is not None:
+                return marker.request
+            continue
+        if not is_note(content):
+            return content
     return ""
 
 

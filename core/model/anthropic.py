@@ -21,8 +21,8 @@ from core.model.base import (
     ModelResponse,
     PromptTooLongError,
     Retrying,
+    SummaryEvent,
     TextChunk,
-    report_retry,
 )
 from core.text import one_line
 
@@ -236,6 +236,15 @@ class AnthropicModel:
     # --- summaries ------------------------------------------------------------------------------
 
     async def summarize(self, conversation_text: str, focus: str | None) -> str:
+        """The summary text (`summary_events` without its retry notices)."""
+        text = ""
+        async for event in self.summary_events(conversation_text, focus):
+            if isinstance(event, str):
+                text = event
+        return text
+
+    async def summary_events(self, conversation_text: str, focus: str | None) -> AsyncIterator[SummaryEvent]:
+        """The summary call: a `Retrying` before each retry, then the text (raises ModelError)."""
         # `<` and `>` become JSON escapes (valid inside JSON strings, where alone they can occur), so
         # nothing in the conversation (or the focus, which the model may write) can open or close
         # the tag; the compactor already sends the conversation escaped.
@@ -264,7 +273,8 @@ class AnthropicModel:
                 ).strip()
                 if not text:
                     raise ModelError("the summary call returned no text", "api")
-                return text
+                yield text
+                return
             except ModelError:
                 raise
             except Exception as error:
@@ -272,7 +282,7 @@ class AnthropicModel:
                 if delay is None or attempt >= self.max_retries:
                     raise mapped from error
                 attempt += 1
-                report_retry(Retrying(f"summary: {self._retry_line(mapped, delay, attempt)}"))
+                yield Retrying(f"summary: {self._retry_line(mapped, delay, attempt)}")
                 await asyncio.sleep(delay)
 
     async def aclose(self) -> None:

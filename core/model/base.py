@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextvars import ContextVar
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -54,17 +53,8 @@ class ModelResponse:
 
 ModelEvent = TextChunk | Retrying | ModelResponse
 
-SUMMARY_RETRIES: ContextVar[Callable[[Retrying], None] | None] = ContextVar("ctxtui_summary_retries", default=None)
-"""Where a summary call reports a retry: `summarize` returns only its text, so a backend that
-retries inside it calls `report_retry`, and the agent, which set this around the compaction,
-yields each one as a retry notice while the call goes on."""
-
-
-def report_retry(retry: Retrying) -> None:
-    """Hand a retry inside a summary call to whoever is listening (nobody: nothing happens)."""
-    sink = SUMMARY_RETRIES.get()
-    if sink is not None:
-        sink(retry)
+SummaryEvent = Retrying | str
+"""What a summary call yields: a `Retrying` notice before each retry, then the summary text, last."""
 
 
 class ModelError(Exception):
@@ -92,7 +82,10 @@ class Model(Protocol):
     """What the agent and the app rely on from a model.
 
     `name` is what requests name, `label` what the app shows, `offline` whether this is the
-    deterministic no-network model (the app says so clearly).
+    deterministic no-network model (the app says so clearly). A model may also offer
+    `count_tokens(system=, messages=, tools=) -> int | None` and `context_window() -> int | None`;
+    the core looks them up with `getattr` (core/usage/counting.py), and without them its figures
+    are the tiktoken estimate.
     """
 
     name: str
@@ -118,25 +111,11 @@ class Model(Protocol):
         """A factual summary of `conversation_text` (used by compaction). Raises ModelError."""
         ...
 
+    def summary_events(self, conversation_text: str, focus: str | None) -> AsyncIterator[SummaryEvent]:
+        """`summarize` as it happens: a `Retrying` before each retry, then the summary text, last.
+        The compactor streams these, so a retry inside a summary is shown while it waits."""
+        ...
+
     async def aclose(self) -> None:
         """Release network resources."""
-        ...
-
-
-class CountingModel(Model, Protocol):
-    """A model that can also count a request's tokens and name its window.
-
-    These are optional: the core looks them up with `getattr`, so a model without them still works
-    and its figures are the tiktoken estimate (core/usage/counting.py).
-    """
-
-    async def count_tokens(
-        self, *, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
-    ) -> int | None:
-        """The exact input tokens of this request as it would be sent; None when the model cannot
-        count (offline). Raises ModelError (kind "rate_limit" on a 429)."""
-        ...
-
-    async def context_window(self) -> int | None:
-        """The model's context window in tokens from the provider; None when it cannot say."""
         ...

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.markers import Marker, archived_path, parse_marker
-from core.model.base import ModelEvent, ModelResponse, PromptTooLongError, TextChunk
+from core.model.base import ModelEvent, ModelResponse, PromptTooLongError, SummaryEvent, TextChunk
 from core.model.summary import content_text, extractive_summary
 from core.text import one_line
 
@@ -379,6 +379,10 @@ class OfflineModel:
         """An extractive summary of the conversation JSON (possibly cut); see `extractive_summary`."""
         await asyncio.sleep(0)
         return extractive_summary(conversation_text, focus)
+
+    async def summary_events(self, conversation_text: str, focus: str | None) -> AsyncIterator[SummaryEvent]:
+        """`summarize`, as the one event of a call that never retries."""
+        yield await self.summarize(conversation_text, focus)
 
     async def aclose(self) -> None:
         """Nothing to release."""

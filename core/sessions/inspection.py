@@ -20,6 +20,7 @@ from typing import Any, Literal
 from core.compaction import CompactionSettings
 from core.events import CompactionStep
 from core.history import estimate_chars
+from core.history.messages import current_request
 from core.markers import parse_marker
 from core.sessions.claude_code import looks_like_claude_code, read_claude_code, read_records
 from core.sessions.log import SessionLog, valid_message
@@ -49,12 +50,6 @@ class Inspected:
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
 
-    @property
-    def active_request(self) -> str:
-        for message in reversed(self.messages):
-            if message.get("role") == "user" and isinstance(message.get("content"), str):
-                return str(message["content"])
-        return ""
 
 
 # --- reading --------------------------------------------------------------------------------------
@@ -260,7 +255,7 @@ async def report(inspected: Inspected, settings: CompactionSettings) -> dict[str
     if inspected.kind == "request":
         extra = [item for item in (inspected.system, inspected.tools) if item is not None]
         tokens += sum(counter.count_text(json.dumps(item, default=str, ensure_ascii=False)) for item in extra)
-    run = await dry_run(messages, inspected.active_request, settings)
+    run = await dry_run(messages, current_request(messages), settings)
     return {
         "file": str(inspected.path),
         "kind": inspected.kind,

@@ -45,7 +45,7 @@ class Tool(Protocol):
         ...
 
 
-def one_line(text: str) -> str:
+def fold_lines(text: str) -> str:
     """`text` with every line break (and the blanks around it) folded into one space."""
     return re.sub(r"\s*[\r\n]+\s*", " ", text).strip()
 

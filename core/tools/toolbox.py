@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from core.tools.base import Tool, ToolError, ToolOutput, one_line
+from core.tools.base import Tool, ToolError, ToolOutput, fold_lines
 from core.tools.bash import BashTool
 from core.tools.compact import CompactTool
 from core.tools.edit_file import EditFileTool
@@ -80,7 +80,7 @@ class ToolBox:
         try:
             return valid_utf8(await tool.preview(tool_input))
         except (ToolError, WorkspaceError) as error:
-            return valid_utf8(f"(no preview: {one_line(str(error))})")
+            return valid_utf8(f"(no preview: {fold_lines(str(error))})")
         except Exception as error:
             return valid_utf8(f"(no preview: {self._describe(name, error)})")
 
@@ -93,19 +93,19 @@ class ToolBox:
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             known = ", ".join(self._tools)
-            return ToolOutput(one_line(f"Unknown tool {name!r}; available tools: {known}."), is_error=True)
+            return ToolOutput(fold_lines(f"Unknown tool {name!r}; available tools: {known}."), is_error=True)
         if not isinstance(tool_input, dict):
             return ToolOutput(f"Tool input for {name} must be a JSON object.", is_error=True)
         try:
             return await tool.run(tool_input)
         except (ToolError, WorkspaceError) as exc:
-            return ToolOutput(one_line(str(exc)), is_error=True)
+            return ToolOutput(fold_lines(str(exc)), is_error=True)
         except Exception as exc:
             return ToolOutput(self._describe(name, exc), is_error=True)
 
     def _describe(self, name: str, exc: Exception) -> str:
         if not isinstance(exc, OSError):
-            return one_line(f"{name} failed: {type(exc).__name__}: {exc}")
+            return fold_lines(f"{name} failed: {type(exc).__name__}: {exc}")
         reason = exc.strerror or str(exc) or type(exc).__name__
         if exc.filename is not None:
             filename = os.fsdecode(exc.filename)
@@ -114,4 +114,4 @@ class ToolBox:
             except WorkspaceError:
                 where = filename
             reason = f"{reason}: {where}"
-        return one_line(f"{name} failed: {reason}")
+        return fold_lines(f"{name} failed: {reason}")

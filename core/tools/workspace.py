@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.tools.base import not_relative, one_line
+from core.tools.base import fold_lines, not_relative
 from core.tools.text import unescape_name
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -210,7 +210,7 @@ class Workspace:
                 fds.append(fd)
             return Location(os.dup(fds[-1]), None, tuple(names))
         except ValueError as error:  # e.g. an embedded NUL in a symlink target
-            raise WorkspaceError(one_line(f"Path {path!r} cannot be resolved: {error}")) from error
+            raise WorkspaceError(fold_lines(f"Path {path!r} cannot be resolved: {error}")) from error
         finally:
             for fd in fds:
                 os.close(fd)
@@ -233,7 +233,7 @@ class Workspace:
             except (FileNotFoundError, NotADirectoryError):
                 continue
             except OSError as error:
-                raise WorkspaceError(one_line(f"Path {path!r} cannot be resolved: {error}")) from error
+                raise WorkspaceError(fold_lines(f"Path {path!r} cannot be resolved: {error}")) from error
             for part in parts[cut:]:
                 if part == "..":
                     if not names:

@@ -12,38 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from core.history.store import History
 from core.history.tokens import TokenCounter
 from core.model.base import Model, ModelError
 from core.usage.prices import Window, window_for
-
-CountSource = Literal["api", "estimate"]
-
-
-@dataclass(frozen=True)
-class TokenCount:
-    """The token size of the next request: exact from `count_tokens`, or the tiktoken estimate.
-
-    `reason` says why an estimate stands in ("offline", "rate limited", the error) so the view can
-    label it.
-    """
-
-    tokens: int
-    source: CountSource
-    reason: str = ""
-
-    @property
-    def exact(self) -> bool:
-        return self.source == "api"
-
-    @property
-    def label(self) -> str:
-        if self.exact:
-            return "exact (count_tokens)"
-        return f"estimated (tiktoken{', ' + self.reason if self.reason else ''})"
+from core.usage.timeline import TokenCount
 
 
 def estimate_request(

@@ -8,10 +8,35 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from core.text import one_line, visible
 from core.usage.prices import Price, Usage
+
+CountSource = Literal["api", "estimate"]
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    """The token size of the next request: exact from `count_tokens`, or the tiktoken estimate.
+
+    `reason` says why an estimate stands in ("offline", "rate limited", the error) so the view can
+    label it.
+    """
+
+    tokens: int
+    source: CountSource
+    reason: str = ""
+
+    @property
+    def exact(self) -> bool:
+        return self.source == "api"
+
+    @property
+    def label(self) -> str:
+        if self.exact:
+            return "exact (count_tokens)"
+        return f"estimated (tiktoken{', ' + self.reason if self.reason else ''})"
 
 
 @dataclass(frozen=True)

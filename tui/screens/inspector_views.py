@@ -14,8 +14,8 @@ from textual import work
 from textual.widgets import ContentSwitcher
 
 from core.history.categories import Breakdown
-from core.usage.counting import TokenCount, model_window
-from core.usage.timeline import session_cost
+from core.usage.counting import model_window
+from core.usage.timeline import TokenCount, session_cost
 from tui import messages as msg
 from tui.screens.main_base import MainScreenBase
 from tui.widgets.breakdown import BreakdownView

@@ -30,8 +30,7 @@ from textual.widgets import ContentSwitcher, Footer
 from core.agent import Agent
 from core.history.categories import Breakdown
 from core.text import visible
-from core.usage.counting import TokenCount
-from core.usage.timeline import session_cost
+from core.usage.timeline import TokenCount, session_cost
 from tui import actions
 from tui import messages as msg
 from tui.format import count, plural

@@ -22,7 +22,7 @@ from textual.widgets.option_list import Option
 
 from core.sessions.listing import SessionInfo
 from core.text import visible
-from tui.format import count, one_line, plural
+from tui.format import count, display_line, plural
 
 
 def _stamp(seconds: float) -> str:
@@ -62,7 +62,7 @@ class SessionsScreen(ModalScreen[SessionInfo | None]):
 
     def _option(self, index: int, info: SessionInfo) -> Option:
         running = self.current is not None and info.path == self.current
-        request = one_line(info.first_request, 70) or ("(empty)" if not info.messages else "-")
+        request = display_line(info.first_request, 70) or ("(empty)" if not info.messages else "-")
         note = " · this session" if running else ("" if info.resumable else " · cannot resume")
         prompt = Content.assemble(
             (visible(info.id), "bold"),

@@ -24,7 +24,7 @@ from textual.widgets.option_list import Option
 
 from core.history.categories import CATEGORIES, Breakdown, Item
 from core.text import visible
-from tui.format import count, one_line, short_count
+from tui.format import count, display_line, short_count
 
 COLOURS: dict[str, str] = {
     "system": "grey50",
@@ -215,7 +215,7 @@ class BreakdownView(Widget):
         row = Text("    ")
         row.append(f"{where:<9}", Style(dim=True))
         row.append(f"{count(item.chars):>9}  ")
-        row.append(visible(one_line(item.label, 48)))  # untrusted text: a Text, never markup
+        row.append(visible(display_line(item.label, 48)))  # untrusted text: a Text, never markup
         return row
 
     @on(OptionList.OptionSelected, "#breakdown-table")

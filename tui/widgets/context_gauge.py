@@ -21,10 +21,9 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from core.events import CompactionStep, ContextMeasured
-from core.usage.counting import TokenCount
 from core.usage.prices import Window
-from core.usage.timeline import ContextSample
-from tui.format import count, one_line, plural, short_count
+from core.usage.timeline import ContextSample, TokenCount
+from tui.format import count, display_line, plural, short_count
 
 PIPELINE = (
     ("tool_result_budget", "budget"),
@@ -75,7 +74,7 @@ class GaugeState:
         if found.exact:
             return "exact"
         reason = found.reason.removesuffix(" (429)")
-        return f"estimate ({one_line(reason, 40)})" if reason else "estimate"
+        return f"estimate ({display_line(reason, 40)})" if reason else "estimate"
 
     @property
     def window_line(self) -> str:

@@ -44,7 +44,7 @@ from core.history.sizes import message_chars
 from core.history.store import ChangeFeed, History
 from core.markers import Marker, parse_marker
 from core.text import visible
-from tui.format import count, one_line, plural, size_bytes, tool_input_summary
+from tui.format import count, display_line, plural, size_bytes, tool_input_summary
 
 CHUNK = 500
 MARKER_KINDS = ("snip", "compacted", "reactive", "placeholder", "persisted")
@@ -349,7 +349,7 @@ class MessageTree(Tree[NodeInfo]):
             else:
                 info = NodeInfo("message", index, message, marker=marker, leaf=True)
                 info.body = Text.assemble(
-                    (role, self._style(role)), (f' · "{one_line(text, 60)}"', ""), self._size_label(size)
+                    (role, self._style(role)), (f' · "{display_line(text, 60)}"', ""), self._size_label(size)
                 )
                 if marker is not None:
                     info.body.append(" · unverified marker", style=self._style("muted"))
@@ -366,7 +366,7 @@ class MessageTree(Tree[NodeInfo]):
             kind = str(block.get("type"))
             kinds[visible(kind)] = kinds.get(visible(kind), 0) + 1
             if kind == "tool_use":
-                names.append(one_line(str(block.get("name")), 40))
+                names.append(display_line(str(block.get("name")), 40))
             elif kind == "tool_result":
                 marker, archived = self._trusted_marker(block.get("content"))
                 if marker is not None and archived is not None:
@@ -442,13 +442,13 @@ class MessageTree(Tree[NodeInfo]):
         muted = self._style("muted")
         if kind == "text":
             text = str(block.get("text", ""))
-            return Text.assemble("text", (f" · {count(len(text))} chars", muted), f' · "{one_line(text, 60)}"'), info
+            return Text.assemble("text", (f" · {count(len(text))} chars", muted), f' · "{display_line(text, 60)}"'), info
         if kind == "tool_use":
             tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
             assert isinstance(tool_input, dict)
             name = str(block.get("name"))
             return Text.assemble(
-                "tool_use ", (one_line(name, 40), self._style("tool")), f" · {tool_input_summary(name, tool_input, 60)}"
+                "tool_use ", (display_line(name, 40), self._style("tool")), f" · {tool_input_summary(name, tool_input, 60)}"
             ), info
         if kind == "tool_result":
             label, info = self._result_node(info, block)
@@ -458,7 +458,7 @@ class MessageTree(Tree[NodeInfo]):
             if tool_use_id in self.shortened:
                 label.append(" · ✂ next call shortens", style=self._style("shortened"))
             return label, info
-        return Text(f"{one_line(kind, 40)} block"), info
+        return Text(f"{display_line(kind, 40)} block"), info
 
     def _result_node(self, info: NodeInfo, block: dict[str, Any]) -> tuple[Text, NodeInfo]:
         """The label of a tool_result block: a trusted marker, or the text with its size."""
@@ -473,7 +473,7 @@ class MessageTree(Tree[NodeInfo]):
             return label, info
         info.marker = marker
         head = ("tool_result ✗", self._style("error")) if block.get("is_error") else ("tool_result", "")
-        label = Text.assemble(head, (f" · {count(len(text))} chars", muted), f' · "{one_line(text, 60)}"')
+        label = Text.assemble(head, (f" · {count(len(text))} chars", muted), f' · "{display_line(text, 60)}"')
         if marker is not None:
             label.append(" · unverified marker", style=muted)
         return label, info

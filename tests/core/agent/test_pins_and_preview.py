@@ -111,10 +111,9 @@ async def test_preview_predicts_the_steps_prepare_takes(made: list[Agent], tmp_p
     assert json.dumps(agent.messages) == before and tree_of(tmp_path) == files
     assert predicted and all(step.step != "compact_history" for step in predicted)
     agent.auto_compact = True
-    agent._steps.clear()
-    changes = await agent.compactor.prepare(agent.messages, agent.last_request)
-    assert changes
-    taken = agent._take_steps()
+    taken = [event async for event in agent.compactor.prepare_events(agent.messages, agent.conversation.request)
+             if isinstance(event, CompactionStep)]
+    assert taken
     assert [(s.step, s.chars_before, s.chars_after, s.messages_affected, s.files_written) for s in taken] == [
         (s.step, s.chars_before, s.chars_after, s.messages_affected, s.files_written) for s in predicted]
 

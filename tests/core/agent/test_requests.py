@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from core.agent import Agent
-from core.agent.agent import UNANSWERED_MARK
 from core.archive import Archive
 from core.compaction import CompactionSettings
 from core.config import Settings
 from core.events import Notice, TurnFinished
 from core.history import pairing_problems
+from core.markers import UNANSWERED_MARK
 from core.model.base import ModelError, ModelEvent, ModelResponse, TextChunk
 
 

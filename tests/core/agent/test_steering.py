@@ -11,11 +11,11 @@ import pytest
 from core.agent import Agent
 from core.archive import Archive
 from core.compaction import CompactionSettings
-from core.compaction.steering import RESTORED_HEADING, SteeringError
+from core.compaction.steering import SteeringError
 from core.config import Settings
 from core.events import CompactionStep, Notice
 from core.history import estimate_chars, pairing_problems
-from core.markers import parse_marker
+from core.markers import RESTORED_HEADING, parse_marker
 
 Message = dict[str, Any]
 

@@ -95,7 +95,7 @@ async def test_reactive_compact_still_guards_when_paused(build: Build, anthropic
     )
     agent = build()
     agent.auto_compact = False
-    await run(agent, "first question")
+    await run(agent, "first question: " + "background " * 300)  # what reactive compaction summarises outweighs it
     events = await run(agent, "second question")
     assert [step.step for step in events if isinstance(step, CompactionStep)] == ["reactive_compact"]
     assert events[-1].error is None and events[-1].text == "second answer"

@@ -90,10 +90,10 @@ class World:
         messages = list(agent.messages)
         assert pairing_problems(messages) == []
         assert agent.chars == estimate_chars(messages)
-        if agent.last_request:
-            marker = "Current user request:\n" + agent.last_request
+        if request := agent.conversation.request:
+            marker = "Current user request:\n" + request
             assert any(m["role"] == "user" and isinstance(m["content"], str)
-                       and (m["content"] == agent.last_request or marker in m["content"]) for m in messages)
+                       and (m["content"] == request or marker in m["content"]) for m in messages)
         for tool_use_id, content in self.results().items():
             original = self.originals.get(tool_use_id)
             found = parse_marker(content)
@@ -191,7 +191,8 @@ async def act(world: World, action: str, number: int, turn: int) -> int:
             return turn
         elif action == "prepare" and agent.messages:
             predicted = await agent.preview()
-            events = [event async for event in agent._prepare() if isinstance(event, CompactionStep)]
+            events = [event async for event in agent.keeper.prepare(agent.conversation.request)
+                      if isinstance(event, CompactionStep)]
             if not any(step.step == "compact_history" for step in predicted):
                 assert [_figures(step) for step in events] == [_figures(step) for step in predicted]
     except SteeringError:

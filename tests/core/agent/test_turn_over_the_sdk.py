@@ -313,6 +313,9 @@ async def test_long_session_fires_the_steps_in_order_and_every_request_fits(
     assert_history_valid(agent)
 
 
+# A first question long enough that summarising the first exchange makes the refused history smaller.
+FIRST_QUESTION = "first question: " + "background " * 300
+
 async def test_prompt_too_long_once_reactive_compact_then_success(
     build: Build, anthropic_env: FakeAnthropicServer
 ) -> None:
@@ -323,7 +326,7 @@ async def test_prompt_too_long_once_reactive_compact_then_success(
         text_reply("second answer"),
     )
     agent = build()
-    assert finished(await run(agent, "first question")).error is None
+    assert finished(await run(agent, FIRST_QUESTION)).error is None
     events = await run(agent, "second question")
     end = finished(events)
     assert end.error is None and end.text == "second answer"
@@ -348,12 +351,14 @@ async def test_prompt_too_long_twice_gives_one_error_and_a_valid_history(
     build: Build, anthropic_env: FakeAnthropicServer
 ) -> None:
     anthropic_env.script(
+        text_reply("first answer"),
         prompt_too_long(),
         text_reply("a summary"),
         prompt_too_long(),
         text_reply("must not be requested"),
     )
     agent = build()
+    await run(agent, FIRST_QUESTION)
     events = await run(agent, "a question that is too long")
     errors = of(events, ErrorEvent)
     assert len(errors) == 1
@@ -363,10 +368,29 @@ async def test_prompt_too_long_twice_gives_one_error_and_a_valid_history(
     end = finished(events)
     assert end.error
     assert_one_line(end.error)
-    assert len(anthropic_env.message_requests()) == 3
+    assert len(anthropic_env.message_requests()) == 4
     assert_history_valid(agent)
     assert not agent.running
     assert agent.messages[0]["content"].startswith("[Reactive compact]")
+
+
+async def test_a_refused_request_that_no_summary_can_shrink_stops_with_one_line_and_is_not_sent_again(
+    build: Build, anthropic_env: FakeAnthropicServer
+) -> None:
+    """The history is only the request, which the summary message holds too: reactive compaction
+    would send a larger request than the one refused, so the turn stops instead."""
+    anthropic_env.script(prompt_too_long(), text_reply("a summary"), text_reply("must not be requested"))
+    agent = build()
+    events = await run(agent, "a question that is too long")
+    errors = of(events, ErrorEvent)
+    assert len(errors) == 1 and errors[0].kind == "compaction"
+    assert_one_line(errors[0].message)
+    assert "cannot make" in errors[0].message and "nothing was sent again" in errors[0].message
+    assert not of(events, CompactionStep) or all(step.chars_after == step.chars_before
+                                                 for step in of(events, CompactionStep))
+    assert len(anthropic_env.message_requests()) == 2  # the refused call and one summary, no retry
+    assert list(agent.messages) == [{"role": "user", "content": "a question that is too long"}]
+    assert_history_valid(agent)
 
 
 # --------------------------------------------------------------------------- retries

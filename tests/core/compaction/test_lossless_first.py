@@ -18,7 +18,7 @@ from typing import Any
 
 from core.archive import Archive
 from core.compaction import CompactionSettings, Compactor
-from core.compaction.plans import conversation_text
+from core.compaction.summary import conversation_text
 from core.history import pairing_problems
 from core.markers import persisted_output
 from core.model.anthropic import AnthropicModel

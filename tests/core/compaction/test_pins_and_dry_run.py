@@ -80,11 +80,13 @@ async def test_snip_keeps_a_pinned_pair_right_after_its_marker(tmp_path: Path) -
     assert pairing_problems(result) == []
 
 
-async def test_compact_history_and_reactive_carry_pinned_pairs_after_the_summary(tmp_path: Path) -> None:
-    messages = reads([200, 300, 400])
+async def test_compact_history_and_reactive_carry_pinned_pairs_after_the_summary_and_the_request_last(
+    tmp_path: Path,
+) -> None:
+    messages = reads([3_000, 200, 300, 400])
     messages.append(user("now summarise"))
     compactor, _, _ = make_compactor(tmp_path)
-    compactor.pinned = frozenset({"toolu_0", "toolu_1"})
+    compactor.pinned = frozenset({"toolu_1", "toolu_2"})
 
     compacted = await compactor.compact_history(messages, "now summarise")
     reactive = await compactor.reactive_compact(messages, "now summarise")
@@ -94,11 +96,13 @@ async def test_compact_history_and_reactive_carry_pinned_pairs_after_the_summary
         return [assistant([tool_use(tool_id)]), user([tool_result(tool_id, big_text(size, tool_id))])]
 
     assert compacted[0]["content"].startswith("[Compacted]")
-    assert compacted[1:] == pair(0, 200) + pair(1, 300)
-    # reactive keeps the newest five messages (from toolu_1's pair on) and carries toolu_0's pair
+    # the request comes again after what was carried: it is the last thing the model reads
+    assert compacted[1:] == [*pair(1, 200), *pair(2, 300), user("now summarise")]
+    # reactive keeps the newest five messages (from toolu_2's pair on, the request last among them),
+    # summarises the rest (toolu_0's long result) and carries toolu_1's pair
     assert reactive[0]["content"].startswith("[Reactive compact]")
-    assert reactive[1:3] == pair(0, 200)
-    assert reactive[3:] == messages[3:]
+    assert reactive[1:3] == pair(1, 200)
+    assert reactive[3:] == messages[5:]
     assert pairing_problems(compacted) == [] and pairing_problems(reactive) == []
 
 

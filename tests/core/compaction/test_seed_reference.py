@@ -335,6 +335,9 @@ async def test_snip_compact_keeps_tail_tool_pair(tmp_path: Path) -> None:
     assert pairing_problems(compacted) == []
 
 
+EARLIER_WORK = "earlier work: " + "w" * 400
+
+
 def summarized_messages(recorder: Recorder) -> list[Message]:
     """The messages the summarizer was given (its input is still JSON: `<`/`>` are escapes)."""
     (call,) = recorder.calls
@@ -343,8 +346,9 @@ def summarized_messages(recorder: Recorder) -> list[Message]:
 
 
 async def test_reactive_compact_keeps_tail_tool_pair_and_summarizes_only_what_it_drops(tmp_path: Path) -> None:
+    # the API refused this history: what reactive compaction drops outweighs the summary that replaces it
     messages = [
-        user("continue"), text(), user("continue"), use("reactive-tool"), result("reactive-tool"),
+        user("continue"), text(EARLIER_WORK), user("continue"), use("reactive-tool"), result("reactive-tool"),
         text(), user("continue"), text(), user("continue"),
     ]
     compactor, _, recorder = make_compactor(tmp_path)
@@ -358,7 +362,7 @@ async def test_reactive_compact_keeps_tail_tool_pair_and_summarizes_only_what_it
 
 
 async def test_reactive_compact_summarizes_only_old_history(tmp_path: Path) -> None:
-    messages = [user("continue") if index % 2 == 0 else text() for index in range(9)]
+    messages = [user("continue") if index % 2 == 0 else text(EARLIER_WORK if index < 4 else "ok") for index in range(9)]
     compactor, _, recorder = make_compactor(tmp_path)
 
     compacted = await compactor.reactive_compact(list(messages), "continue")

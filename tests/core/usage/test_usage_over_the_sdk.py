@@ -222,7 +222,7 @@ async def test_a_refused_call_is_a_sample_with_its_error(
 ) -> None:
     anthropic_env.script(text_reply("first"), prompt_too_long(), text_reply("after reactive compact"))
     agent = build()
-    await run(agent, "one")
+    await run(agent, "one: " + "background " * 300)  # long enough that a summary of it makes the request smaller
     events = await run(agent, "two")
     assert of(events, TurnFinished)[0].error is None
     bodies = streamed(anthropic_env)

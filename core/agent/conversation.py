@@ -1,0 +1,156 @@
+"""The conversation: the history, the session log that records it, and where it was resumed from.
+
+Every change of the history goes through here: it is applied to the `History`, written to the
+session log, and handed back as the `HistoryChanged` it made, which the agent yields so that every
+view applies the same splices. The current request is read off the history (`current_request`), never
+parked beside it. A new session and a resumed one start a new session file with the same metadata
+(the model and the workdir).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from core.compaction.steering import Compaction
+from core.events import AgentEvent, CompactionStep, ErrorEvent, HistoryChanged, Notice, Splice
+from core.history.messages import current_request, splice_between
+from core.history.store import History
+from core.sessions.log import SessionLog
+
+Message = dict[str, Any]
+
+
+class Conversation:
+    """The history and its record (see the module docstring)."""
+
+    def __init__(
+        self, messages: Sequence[Message] = (), *, session: SessionLog | None = None,
+        state_dir: Path | None = None, meta: dict[str, Any] | None = None,
+    ) -> None:
+        self.history = History(messages)
+        self.session = session
+        """The session log (None: nothing is recorded, e.g. in tests)."""
+        self.resumed_from: str | None = None
+        self._state_dir = state_dir
+        self._meta = dict(meta or {})
+        self._session_error: str | None = None
+
+    @property
+    def chars(self) -> int:
+        """`estimate_chars` of the history, from its per-message tally."""
+        return self.history.chars
+
+    @property
+    def request(self) -> str:
+        """The request the next call works on, read off the history."""
+        return current_request(self.history)
+
+    # --- changing the history ------------------------------------------------------------------
+
+    def append(self, message: Message, reason: str) -> HistoryChanged:
+        start = len(self.history)
+        self.history.append(message)
+        if self.session is not None:
+            self.session.message(message)
+        return self._changed((Splice(start, 0, (message,)),), reason)
+
+    def replace(
+        self, messages: Sequence[Message], reason: str, changes: tuple[Splice, ...] | None = None
+    ) -> HistoryChanged | None:
+        """Make the history `messages` (`changes`: the splices to it, when known); None if nothing changed."""
+        if changes is None:
+            changes = splice_between(self.history, messages)
+        return self._apply(changes, reason) if changes else None
+
+    def compacted(
+        self, changes: tuple[Splice, ...], reason: str, steps: Sequence[str], files: Sequence[str], *, undoable: bool
+    ) -> HistoryChanged | None:
+        """Apply a compaction's splices; the session log says first that the change is a compaction
+        (its steps and files), so a replay can offer undo for it again."""
+        if not changes:
+            return None
+        if undoable and steps and self.session is not None:
+            self.session.compaction(reason, steps, files)
+        return self._apply(changes, reason)
+
+    def _apply(self, changes: tuple[Splice, ...], reason: str) -> HistoryChanged:
+        self.history.apply(changes)
+        if self.session is not None:
+            self.session.change(changes, self.history, reason)
+        return self._changed(changes, reason)
+
+    def _changed(self, changes: tuple[Splice, ...], reason: str) -> HistoryChanged:
+        return HistoryChanged(len(self.history), self.history.chars, changes, reason)
+
+    # --- the session log -------------------------------------------------------------------------
+
+    def log(self, event: AgentEvent) -> AgentEvent:
+        """Record the events the session log keeps; hand the event back."""
+        if self.session is not None and isinstance(event, CompactionStep | Notice | ErrorEvent):
+            self.session.event(event)
+        return event
+
+    def session_notice(self) -> Notice | None:
+        """A notice the first time the session log fails to write (and again if the failure changes)."""
+        error = self.session.error if self.session is not None else None
+        if error and error != self._session_error:
+            self._session_error = error
+            notice = Notice(f"{error} (kept in memory, retried on the next write)", "session")
+            self.log(notice)
+            return notice
+        return None
+
+    def record_pins(self, pins: frozenset[str]) -> None:
+        if self.session is not None:
+            self.session.pins(pins)
+
+    def record_cancel(self) -> None:
+        """The turn ended without finishing (cancelled or closed)."""
+        if self.session is not None:
+            self.session.record({"type": "event", "kind": "TurnCancelled", "event": {}})
+
+    # --- sessions ----------------------------------------------------------------------------------
+
+    def start_new(self, messages: Sequence[Message], reason: str) -> HistoryChanged:
+        """The history becomes `messages` in a new session file (the old one is closed; archives and
+        old sessions stay on disk)."""
+        changes = self.history.replace(list(messages))
+        if self.session is not None:
+            previous = self.session
+            self.session = SessionLog.create(self._session_dir(previous), self._meta)
+            previous.close_soon()
+        self.resumed_from = None
+        self._session_error = None
+        return self._changed(changes, reason)
+
+    def _session_dir(self, previous: SessionLog) -> Path:
+        return self._state_dir if self._state_dir is not None else previous.path.parent.parent
+
+    def log_resumed(self, compactions: Sequence[Compaction]) -> None:
+        """Start the new session file of a resumed history: the history, and the undo records it
+        carries, so a resume of this file offers the same undo. With records, the log starts from
+        the oldest record's history and replays each compaction (what came between them as plain
+        changes), ending at the current history."""
+        session = self.session
+        if session is None or not self.history:
+            return
+        if not compactions:
+            session.replace(self.history, "resume")
+            return
+        state: Sequence[Message] = compactions[0].before
+        session.replace(state, "resume")
+        for record in compactions:
+            if changes := splice_between(state, record.before):
+                session.change(changes, record.before, "resume")
+            if changes := splice_between(record.before, record.after):
+                session.compaction("resume", record.steps, record.files)
+                session.change(changes, record.after, "resume")
+            state = record.after
+        if changes := splice_between(state, self.history):
+            session.change(changes, self.history, "resume")
+
+    async def close(self) -> None:
+        if self.session is not None:
+            await self.session.close()

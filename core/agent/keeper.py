@@ -1,0 +1,277 @@
+"""The context's keeper: the compactor run on the conversation, the pins, what undo can reverse.
+
+`prepare` runs the pipeline before a model call (unless automatic compaction is paused) and `compact`
+runs compact_history (the compact tool, the user) or reactive_compact (an API refusal); both yield
+the events of the compactor's call as they happen (each step, a retry notice per retry inside a
+summary call) and then the `HistoryChanged` of the change they applied. A failed step keeps what
+the steps before it did. An applied compaction is kept (the newest `undo_depth`) so that `undo`
+can reverse it.
+
+The steering actions (pin, unpin, drop, restore, undo, preview, the draft summary) each hand back
+the change or the notice they made; the history work itself is done by `core.compaction.steering`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal
+
+from core.agent.conversation import Conversation
+from core.archive import Archive
+from core.compaction.pipeline import Compactor
+from core.compaction.run import CompactionEvent, Outcome
+from core.compaction.settings import CompactionError
+from core.compaction.steering import Compaction, SteeringError, drop_result, pin_target, restore_result, undo
+from core.events import AgentEvent, CompactionStep, ErrorEvent, HistoryChanged, Notice
+from core.history.messages import USER_PIN_PREFIX, find_user_message, text_of, tool_result_ids, user_pin_key
+from core.history.sizes import dumps, estimate_chars
+from core.model.base import Retrying
+from core.text import one_line
+
+Message = dict[str, Any]
+SummaryStep = Literal["compact_history", "reactive_compact"]
+
+
+class ContextKeeper:
+    """Keeps the conversation's context under its limit, and takes the user's hand on it."""
+
+    def __init__(
+        self, compactor: Compactor, conversation: Conversation, *, undo_depth: int, auto_compact: bool = True
+    ) -> None:
+        self.compactor = compactor
+        self.conversation = conversation
+        self.undo_depth = undo_depth
+        self.auto_compact = auto_compact
+        """False pauses the pipeline before each call; reactive_compact still guards an API refusal."""
+        self.compactions: list[Compaction] = []
+        """Every compaction applied to this history, oldest first (what `undo` reverses)."""
+
+    @property
+    def archive(self) -> Archive:
+        return self.compactor.archive
+
+    @property
+    def limit(self) -> int:
+        return self.compactor.settings.context_char_limit
+
+    # --- compacting -------------------------------------------------------------------------------
+
+    async def prepare(self, request: str) -> AsyncIterator[AgentEvent]:
+        """The pipeline before a model call; a failed step keeps what succeeded and the turn goes on."""
+        chars = self.conversation.chars
+        if not self.auto_compact:
+            if chars > self.limit:
+                yield Notice(
+                    f"automatic compaction is paused: the context is {chars:,} chars, over the "
+                    f"{self.limit:,}-char limit (the API may refuse it; reactive compaction still guards that)",
+                    "warning",
+                )
+            return
+        async for event in self._applied(self.compactor.prepare_events(self.conversation.history, request), "prepare"):
+            yield event
+
+    async def compact(
+        self, step: SummaryStep, request: str, focus: str | None = None, summary: str | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """compact_history (with `focus`, or the reviewed `summary` as it is) or reactive_compact; a
+        failure is one ErrorEvent and nothing is replaced."""
+        history = self.conversation.history
+        if step == "reactive_compact":
+            events = self.compactor.reactive_events(history, request)
+        else:
+            events = self.compactor.compact_events(history, request, focus, summary)
+        async for event in self._applied(events, step):
+            yield event
+
+    async def _applied(self, events: AsyncIterator[CompactionEvent], reason: str) -> AsyncIterator[AgentEvent]:
+        """The events of a compactor call, then its change applied (and kept for undo)."""
+        steps: list[CompactionStep] = []
+        outcome: Outcome | None = None
+        async for event in events:
+            if isinstance(event, Retrying):
+                yield Notice(f"retrying: {event.message}", "retry")
+            elif isinstance(event, CompactionStep):
+                steps.append(event)
+                yield event
+            else:
+                outcome = event
+        assert outcome is not None
+        # what the steps before a failed one did is applied, and can be undone like any compaction
+        if changed := self._compacted(steps, outcome, reason if outcome.error is None else f"{reason} (partial)"):
+            yield changed
+        if outcome.error is not None:
+            label = {"prepare": "compaction", "compact_history": "compact",
+                     "reactive_compact": "reactive compaction"}.get(reason, reason)
+            going_on = "; going on with the context as it is" if reason == "prepare" else ""
+            yield ErrorEvent(f"{label}: {outcome.error}{going_on}", "compaction")
+
+    def _compacted(self, steps: list[CompactionStep], outcome: Outcome, reason: str) -> HistoryChanged | None:
+        """Apply a compaction's splices and remember it for undo (the list before it is copied first:
+        the history changes in place)."""
+        if not outcome.changes:
+            return None
+        before = tuple(self.conversation.history)
+        names = tuple(step.step for step in steps)
+        files = tuple(path for step in steps for path in step.files_written)
+        changed = self.conversation.compacted(outcome.changes, reason, names, files, undoable=bool(self.undo_depth))
+        if names and changed is not None:
+            self._remember(Compaction(names, before, tuple(self.conversation.history), files))
+        return changed
+
+    def _remember(self, compaction: Compaction) -> None:
+        """Keep a compaction for undo; only the newest `undo_depth` are kept, so what left the
+        history is not held forever (the archive keeps every byte of it on disk)."""
+        self.compactions.append(compaction)
+        del self.compactions[: max(0, len(self.compactions) - self.undo_depth)]
+
+    def oversize(self, request: str) -> int | None:
+        """The size of `request` as a message's content (JSON chars) when it alone is over the context
+        limit, which no compaction step can shrink; None when it fits."""
+        size = len(dumps(request))
+        return size if size > self.limit else None
+
+    # --- the user's actions --------------------------------------------------------------------------
+
+    async def drop(self, tool_use_id: str) -> HistoryChanged | None:
+        """Archive one tool result now and leave a placeholder, exactly as micro_compact would."""
+        messages, path = await drop_result(self.conversation.history, self.archive, tool_use_id)
+        self.conversation.log(Notice(f"dropped the result of {tool_use_id}: saved at {path}"))
+        return self.conversation.replace(messages, "drop")
+
+    async def restore(self, path: str) -> HistoryChanged | None:
+        """The archived text at `path` is back in context, byte-exact (at its place when its marker is
+        still there, else appended as a labelled message). Refused when it alone is over the limit."""
+        messages, where = await restore_result(self.conversation.history, self.archive, path, self.limit)
+        self.conversation.log(Notice(f"restored {path} ({where})"))
+        return self.conversation.replace(messages, "restore")
+
+    async def undo(self) -> HistoryChanged | None:
+        """Reverse the last compaction: what it removed is back, byte-exact and in place, and every
+        message added after it stays after it. None when there is nothing to undo."""
+        if not self.compactions:
+            return None
+        last = self.compactions[-1]
+        messages = undo(self.conversation.history, last)
+        self.compactions.pop()
+        self.conversation.log(Notice(f"undid {' + '.join(last.steps)} (its files stay in the archive)"))
+        return self.conversation.replace(messages, "undo")
+
+    @property
+    def pinned(self) -> frozenset[str]:
+        """What every compaction step keeps byte-exact: tool_use ids (their results, in a pair with
+        the tool_use) and `user:` keys of user messages (`core.history.messages.user_pin_key`)."""
+        return self.compactor.pinned
+
+    def pin(self, key: str) -> Notice:
+        """Pin a tool result (by its tool_use id) or a user message (by its `user:` key): every step
+        keeps it byte-exact. A warning when the pinned items alone are over the context limit."""
+        what = self._pin_label(key)
+        if key in self.pinned:
+            return Notice(f"{what} is already pinned")
+        if pin_target(self.conversation.history, key) is None:
+            if key.startswith(USER_PIN_PREFIX):
+                raise SteeringError(f"no user message {key!r} in the context")
+            raise SteeringError(f"no tool result for {key!r} in the context (tool results and user messages can be pinned)")
+        self._set_pins(self.pinned | {key})
+        return self._pins_notice(f"pinned {what}: every compaction step keeps it byte-exact")
+
+    def unpin(self, key: str) -> Notice:
+        """Unpin a tool result or a user message; compaction may shorten it again."""
+        what = self._pin_label(key)
+        if key not in self.pinned:
+            raise SteeringError(f"{what} is not pinned")
+        self._set_pins(self.pinned - {key})
+        return self._pins_notice(f"unpinned {what}")
+
+    def pin_key(self, index: int) -> str | None:
+        """The key `pin` takes for the message at `index`: its tool_use id for a message of one tool
+        result, its `user:` key for a user message of text, else None (a marker, a reply)."""
+        history = self.conversation.history
+        if not 0 <= index < len(history):
+            return None
+        ids = tool_result_ids(history[index])
+        return ids[0] if len(ids) == 1 else user_pin_key(history[index])
+
+    def _pin_label(self, key: str) -> str:
+        """How a notice names what `key` pins: a user message by its first words."""
+        if not key.startswith(USER_PIN_PREFIX):
+            return f"the result of {key}"
+        index = find_user_message(self.conversation.history, key)
+        if index is None:
+            return f"the user message {key}"
+        return f"the user message {one_line(text_of(self.conversation.history[index]), 40)!r} ({key})"
+
+    def _set_pins(self, keys: frozenset[str]) -> None:
+        self.compactor.pinned = keys
+        self.conversation.record_pins(keys)
+
+    def pinned_chars(self) -> int:
+        """The JSON size of what is pinned (results with their tool_use blocks, user messages), as the
+        summary carries them."""
+        history = self.conversation.history
+        parts: list[Any] = []
+        for key in self.pinned:
+            target = pin_target(history, key)
+            if target is not None:
+                index, block_index = target
+                parts.append(history[index] if block_index is None else history[index]["content"][block_index])
+        return estimate_chars(parts)
+
+    def _pins_notice(self, text: str) -> Notice:
+        size = self.pinned_chars() if self.pinned else 0
+        if size > self.limit:
+            notice = Notice(f"{text}; the pinned items alone are {size:,} chars, over the {self.limit:,}-char "
+                            "limit: compaction cannot bring the context under it (unpin some)", "warning")
+        else:
+            notice = Notice(text)
+        self.conversation.log(notice)
+        return notice
+
+    async def preview(self, request: str) -> list[CompactionStep]:
+        """What the next prepare would do now, step by step (writes nothing, calls no model)."""
+        return await self.compactor.dry_run(self.conversation.history, request)
+
+    async def draft_summary(self, request: str, focus: str | None = None) -> str:
+        """A summary of the history as a manual compact would ask for it; changes nothing."""
+        if not self.conversation.history:
+            raise SteeringError("nothing to summarise yet")
+        try:
+            return await self.compactor.summarize_history(self.conversation.history, focus)
+        except CompactionError as error:
+            raise SteeringError(str(error)) from error
+
+    async def archive_request(self, text: str) -> str:
+        """Save a request too long for the context in the archive; returns the short message to send
+        instead (it names the file, which the model reads with read_file, and keeps a preview)."""
+        name = f"user-request-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
+        path = await self.archive.save_tool_result(name, text)
+        preview = text[: self.compactor.settings.fit_preview_chars]
+        return (
+            f"[My message is {len(text):,} chars long, too long for the context: it is saved whole at {path}. "
+            f"Read it with read_file (offset/limit) before answering.]\n\nIts beginning:\n{preview}"
+        )
+
+    # --- sessions ----------------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """A new session: no pins, nothing to undo."""
+        self.compactions.clear()
+        self.compactor.pinned = frozenset()
+
+    def take_over(self, records: Sequence[Compaction], pins: Sequence[str]) -> None:
+        """A resumed history's undo records (those that still lead to it) and pins (those still in it)
+        become this session's, and the new session file starts with them."""
+        usable: list[Compaction] = []
+        following: Sequence[Message] = self.conversation.history
+        for record in reversed(records):  # newest first: what each left must start what followed it
+            if len(following) < len(record.after) or any(
+                    a != b for a, b in zip(following, record.after, strict=False)):
+                break
+            usable.append(record)
+            following = record.before
+        self.compactions = usable[::-1][-self.undo_depth:] if self.undo_depth else []
+        self.conversation.log_resumed(self.compactions)
+        kept = frozenset(key for key in pins if pin_target(self.conversation.history, key) is not None)
+        if kept:
+            self._set_pins(kept)
