@@ -173,6 +173,11 @@ class NextCallPreview:
     pinned: frozenset[str] = frozenset()
     paused: bool = False
 
+    @property
+    def fired(self) -> tuple[StepName, ...]:
+        """The steps that would change the history (a summary always would), each once, in order."""
+        return tuple(dict.fromkeys(step.step for step in self.steps if step.saved > 0 or step.step == "compact_history"))
+
 
 NoticeKind = Literal["info", "retry", "session", "warning"]
 
@@ -224,5 +229,6 @@ AgentEvent = (
 )
 """What `Agent.run_turn` (and `Agent.compact`) yield."""
 
-Forecast = NextCallPreview | TokenCount
-"""What `Agent.forecast` yields after a change: the preview of the next call, then its size."""
+Forecast = NextCallPreview | ContextMeasured | TokenCount
+"""What `Agent.forecast` yields after a change: the preview of the next call, the history's figures,
+then the next request's size."""

@@ -77,7 +77,9 @@ class CtxApp(App[None]):
         if self._theme_problem:
             self.notify(self._theme_problem, severity="warning", markup=False)
         if self.demo_commands:
-            self.main.run_demo(self.demo_commands, self.demo_pause)
+            from tui.demo import play
+
+            self.main.run_demo(play, self.demo_commands, self.demo_pause)
 
     def _first_frame_painted(self) -> None:
         resume_collector()  # paused by `ctxtui` until now (tui/startup.py)

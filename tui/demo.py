@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from tui.format import plural
-
-if TYPE_CHECKING:
-    from tui.screens.main import MainScreen
+from tui.widgets.chat_pane import ChatPane
 
 _MODULES = 12
 
@@ -93,7 +91,20 @@ DEMO_COMMANDS: list[str] = [
 ]
 
 
-async def play(screen: MainScreen, commands: list[str], pause: float) -> None:
+class DemoHost(Protocol):
+    """What the demo types into: the main screen's chat, its idle signal and its submit."""
+
+    @property
+    def chat(self) -> ChatPane: ...
+
+    turn_idle: asyncio.Event
+
+    async def submit(self, text: str) -> bool: ...
+
+    def notify(self, message: str, *, title: str = ..., severity: Any = ...) -> None: ...
+
+
+async def play(screen: DemoHost, commands: list[str], pause: float) -> None:
     """Type and send each command into the prompt, waiting for each turn to end plus `pause` seconds."""
     prompt = screen.chat.input
     await asyncio.sleep(min(pause, 1.0))

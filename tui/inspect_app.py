@@ -58,7 +58,7 @@ class InspectApp(App[int]):
                 yield Static(Text(visible(report_text(data))), id="report")
             with Vertical(id="inspector"):
                 yield ContextGauge(id="gauge")
-                yield MessageTree(self.archive, lambda: self.inspected.messages, id="tree")
+                yield MessageTree(self.archive, self.inspected.messages, chars=self.report["message_chars"], id="tree")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -68,9 +68,7 @@ class InspectApp(App[int]):
         gauge.measured(ContextMeasured(chars=data["message_chars"], limit=data["limit"], messages=data["messages"],
                                        tokens=data["tokens"]))
         gauge.flush()
-        tree = self.query_one(MessageTree)
-        tree.request_sync()
-        tree.focus()
+        self.query_one(MessageTree).focus()
 
     def action_focus_tree(self) -> None:
         self.query_one(MessageTree).focus()

@@ -54,8 +54,8 @@ from core.markers import UNANSWERED_MARK, parse_marker, unanswered
 from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, Retrying, TextChunk
 from core.sessions.log import SessionLog
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput
-from core.usage.counting import count_next_request
-from core.usage.prices import price_for
+from core.usage.counting import count_next_request, model_window
+from core.usage.prices import Window, price_for
 from core.usage.timeline import ContextSample, Timeline, TokenCount
 
 Message = dict[str, Any]
@@ -434,23 +434,34 @@ class Agent:
 
     async def forecast(self, debounce: float = 0.0) -> AsyncIterator[Forecast]:
         """What the next call would be, for a view to show after a change (the one thing a view asks):
-        first the preview of the next prepare (writes nothing, calls no model), then the request's
-        size (exact from count_tokens, else the labelled estimate). Nothing while a turn runs."""
+        the preview of the next prepare (writes nothing, calls no model) and the history's figures,
+        when no turn runs (a turn yields its own), then the request's size (exact from count_tokens,
+        else the labelled estimate)."""
         if debounce > 0:
             await asyncio.sleep(debounce)
-        if self.running:
-            return
+        if not self.running:
+            preview = await self._preview_marks()
+            if preview is not None:
+                yield preview
+                yield await self.measure()
+        yield await self.count_next_request()
+
+    async def _preview_marks(self) -> NextCallPreview | None:
+        """The next prepare's steps and the results they would shorten (None if a turn began meanwhile)."""
         steps = await self.keeper.preview(self.conversation.request) if self.auto_compact else []
         if self.running:
-            return
+            return None
         files = {path for step in steps for path in step.files_written}
         shortened = frozenset(
             tool_use_id for message in self.conversation.history if message.get("role") == "user"
             for tool_use_id in tool_result_ids(message)
             if self.archive.expected_tool_result_path(tool_use_id) in files
         ) if files else frozenset()
-        yield NextCallPreview(tuple(steps), shortened, self.pinned, not self.auto_compact)
-        yield await self.count_next_request()
+        return NextCallPreview(tuple(steps), shortened, self.pinned, not self.auto_compact)
+
+    async def window(self) -> Window:
+        """The model's context window: the Models API's figure, else the table, else unknown."""
+        return await model_window(self.model)
 
     # --- steering (DESIGN.md, "Steering"): each refuses while a turn runs -----------------------------
 
@@ -499,11 +510,11 @@ class Agent:
         """After an undo: a warning when automatic compaction would compact again on the next call."""
         if not self.auto_compact or self.running:
             return None
-        fired = [step.step for step in await self.preview() if step.saved > 0 or step.step == "compact_history"]
+        fired = NextCallPreview(tuple(await self.preview())).fired
         if not fired:
             return None
         notice = Notice(
-            f"automatic compaction is on: the next call would run {' + '.join(dict.fromkeys(fired))} again; "
+            f"automatic compaction is on: the next call would run {' + '.join(fired)} again; "
             "pause it, or compact with a focus instead", "warning")
         self.conversation.log(notice)
         return notice

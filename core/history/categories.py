@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from core.events import HistoryChanged, Splice
+from core.events import Splice
 from core.history.sizes import dumps
 from core.markers import parse_marker
 from core.text import one_line
@@ -219,8 +219,7 @@ def breakdown(messages: Sequence[Any]) -> dict[str, int]:
 class Breakdown:
     """The breakdown of one history, kept current from HistoryChanged splices.
 
-    `apply` replaces only the spliced messages' figures; `update` checks the length the event
-    reports and starts again from `messages` when they disagree (a missed event).
+    `apply` replaces only the spliced messages' figures (a view applies `HistoryChanged.changes`).
     """
 
     def __init__(self, messages: Iterable[Any] = ()) -> None:
@@ -248,12 +247,6 @@ class Breakdown:
             for part in new:
                 self._add(part, 1)
             self._parts[change.start : change.start + change.removed] = new
-
-    def update(self, event: HistoryChanged, messages: Sequence[Any] | None = None) -> None:
-        """Apply the event's splices; if the length then differs from the event's, reset from `messages`."""
-        self.apply(event.changes)
-        if len(self._parts) != event.length and messages is not None:
-            self.reset(messages)
 
     def __len__(self) -> int:
         return len(self._parts)

@@ -4,8 +4,8 @@
 mutation is recorded as a `Splice`. `Tally` keeps one figure per message (its JSON length, its token
 count) aligned with the history's positions and updates it from the splices, so a figure costs time
 proportional to what changed, and a message that leaves the history leaves the tally with it: no cache
-keyed by object identity, nothing to clear when it is full. `ChangeFeed` hands the splices to a view
-(the message tree) that applies them itself.
+keyed by object identity, nothing to clear when it is full. (Views get the same splices from the
+`HistoryChanged` events.)
 
 Messages are values: code that changes a message builds a copy and puts it in place (a splice). A
 message edited in place is not seen until `History.touch(index)` says so.
@@ -245,28 +245,6 @@ class Tally(_Follower):
         self._flush()
         with self._flush_lock:
             return self._values[start:stop]
-
-
-class ChangeFeed(_Follower):
-    """The splices of a History since the last `take`, for a view that applies them itself."""
-
-    def __init__(self, history: History) -> None:
-        self._pending: list[Splice] = []
-        self._lock = threading.Lock()
-        history.follow(self)
-
-    def _push(self, splice: Splice, length_before: int) -> None:
-        with self._lock:
-            if splice.start == 0 and splice.removed == length_before:
-                self._pending = [Splice(0, -1, splice.added)]
-            else:
-                self._pending.append(splice)
-
-    def take(self) -> list[Splice]:
-        """The splices queued since the last call, oldest first (`removed == -1`: replace everything)."""
-        with self._lock:
-            pending, self._pending = self._pending, []
-        return pending
 
 
 class Mirror:

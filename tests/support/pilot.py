@@ -6,10 +6,12 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from textual.app import App, ComposeResult
 from textual.css.query import NoMatches
 from textual.pilot import Pilot
 
 from tui.app import CtxApp
+from tui.widgets.context_gauge import ContextGauge
 
 
 async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], limit: float = 10.0, step: float = 0.02) -> None:
@@ -36,3 +38,17 @@ async def settled(pilot: Pilot[Any], app: CtxApp, turns: int = 0) -> None:
     """Wait until `turns` turns have completed and the message tree caught up."""
     await wait_for(pilot, lambda: app.turns_completed >= turns and not app.message_tree.syncing)
     await pilot.pause()
+
+
+class GaugeApp(App[None]):
+    """The context gauge alone, configured for a 50,000-char limit: what it shows is only what a test feeds it."""
+
+    def __init__(self, *, offline: bool = True) -> None:
+        super().__init__()
+        self.offline = offline
+
+    def compose(self) -> ComposeResult:
+        yield ContextGauge(id="gauge")
+
+    def on_mount(self) -> None:
+        self.query_one(ContextGauge).configure(50_000, 0.8, offline=self.offline)

@@ -61,7 +61,7 @@ async def test_the_real_demo_reaches_every_compaction_step(tmp_path: Path) -> No
     app = CtxApp(agent, demo_commands=list(demo.DEMO_COMMANDS), demo_pause=0.0)
     seen: list[Message] = []
     async with app.run_test(size=(160, 48), message_hook=seen.append) as pilot:
-        await wait_for(pilot, lambda: app.turns_completed >= len(demo.DEMO_COMMANDS) and demo_finished(app), 40)
+        await wait_for(pilot, lambda: app.turns_completed >= len(demo.DEMO_COMMANDS) and demo_finished(app), 120)
         steps = {m.event.step for m in seen if isinstance(m, msg.CompactionStep)}
         assert {"tool_result_budget", "snip_compact", "micro_compact", "fit_tool_results", "compact_history"} <= steps
         assert pairing_problems(agent.messages) == []

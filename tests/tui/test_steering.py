@@ -139,9 +139,8 @@ async def test_restore_from_the_archive_viewer(tmp_path: Path) -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await send(pilot, app, "read f1.txt", 1)
         (tool_use_id, text), = results(agent).items()
-        await agent.drop(tool_use_id)
-        app.message_tree.request_sync()
-        await settled(pilot, app)
+        await app.main.action_drop(tool_use_id)  # the screen routes its HistoryChanged to the tree
+        await wait_for(pilot, lambda: "↩" in label(app, tool_use_id))
         await select(pilot, app, tool_use_id)
         node = result_node(app, tool_use_id)
         node.expand()
@@ -170,7 +169,7 @@ async def test_the_preview_warns_before_a_summary_and_marks_what_it_shortens(tmp
         assert await app.submit(f"/pin {ids[0]}")
         await wait_for(pilot, lambda: "📌" in label(app, ids[0]) and "✂" not in label(app, ids[0]))
         agent.compactor.settings.context_char_limit = 2_000  # now only a summary could fit it
-        app.main.request_preview()
+        app.main.inspector.refresh_forecast(debounce=0.0)
         await wait_for(pilot, lambda: app.gauge.preview_warning and "SUMMARISE" in app.gauge.preview_line)
         await pilot.press("f4")
         await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
@@ -245,8 +244,9 @@ async def test_a_user_message_is_pinned_from_the_tree_and_stays_after_a_compact(
         (key,) = agent.pinned
         assert key.startswith("user:")
         await app.main.run_action("compact_now")
-        await settled(pilot, app, 2)
-        assert [m["content"] for m in agent.messages[1:]] == [rule]  # carried after the summary, byte-exact
+        await settled(pilot, app, 3)  # the compaction's worker counts as the third
+        # carried after the summary, byte-exact, and the current request after it, read last
+        assert [m["content"] for m in agent.messages[1:]] == [rule, "read f1.txt"]
         await settled(pilot, app)
         assert "📌" in str(rule_node().label)
         app.message_tree.focus()

@@ -19,12 +19,13 @@ from core.config import Settings
 from core.events import CompactionStep, ContextMeasured, PermissionRequested
 from core.history import pairing_problems
 from core.history.messages import INTERRUPTED
-from tests.support.pilot import settled, wait_for
+from tests.support.pilot import GaugeApp, settled, wait_for
 from tui import messages as msg
 from tui.app import CtxApp
 from tui.screens.archive import ArchiveScreen
 from tui.screens.permission import PermissionScreen
 from tui.widgets.chat_blocks import AssistantBlock, NoticeLine, UserBlock
+from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.tool_block import ToolBlock
 
 OSC_TITLE = "\x1b]2;pwned\x07"
@@ -265,13 +266,10 @@ async def test_offline_gauge_shows_no_api_figure_and_says_why_offline(
     await agent.aclose()
 
 
-async def test_gauge_figures_plural_percent_and_the_last_call(tmp_path: Path) -> None:
-    agent = make_agent(tmp_path)
-    app = CtxApp(agent)
+async def test_gauge_figures_plural_percent_and_the_last_call() -> None:
+    app = GaugeApp(offline=False)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
-        await app.workers.wait_for_complete()  # the first measure (after the first frame) is in
-        gauge = app.gauge
+        gauge = app.query_one("#gauge", ContextGauge)
         gauge.history_changed(50_137, 1)
         gauge.flush()
         await pilot.pause()
@@ -280,7 +278,6 @@ async def test_gauge_figures_plural_percent_and_the_last_call(tmp_path: Path) ->
         assert "1 message ·" in text
         gauge.history_changed(49_990, 3)
         assert "(99%)" in gauge.figure
-        gauge.state.offline = False  # as if online
         gauge.measured(ContextMeasured(chars=49_990, limit=50_000, messages=3, tokens=9_000, input_tokens=6_927))
         assert "last call: API input 6,927" in gauge.render().plain
         gauge.step(CompactionStep("compact_history", 49_990, 2_000, 3))
@@ -288,7 +285,6 @@ async def test_gauge_figures_plural_percent_and_the_last_call(tmp_path: Path) ->
         assert "API input" not in gauge.render().plain  # it described the history before the compaction
         gauge.measured(ContextMeasured(chars=2_300, limit=50_000, messages=3, tokens=450, input_tokens=512))
         assert "last call: API input 512" in gauge.render().plain
-    await agent.aclose()
 
 
 # --- a resumed session -------------------------------------------------------------------------------

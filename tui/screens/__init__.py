@@ -1,1 +1,2 @@
-"""Modal screens: permission, archive viewer, archive list, compact focus prompt."""
+"""Screens: the main screen (chat and inspector), the parts it holds (steering, the archive opener), and its
+dialogs (permission, archive viewer and list, compact focus, summary review, preview, sessions, oversize)."""

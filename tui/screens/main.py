@@ -1,58 +1,60 @@
-"""MainScreen: the chat on the left, the context inspector on the right, and the turn that feeds them.
+"""MainScreen: the chat on the left, the inspector on the right, and the turn that feeds them.
 
 The data flow is one way. The prompt posts `ChatInput.Submitted`; `submit` starts the turn worker
 (`drive`), which iterates `agent.run_turn` (or `agent.compact`) inside `contextlib.aclosing` and
 posts one `tui.messages` message per core event to this screen; the `@on` handlers below hand each
-to the widget that shows it, through that widget's public methods. Widgets never touch the history:
-they ask the agent (compact, new session) and show the events that come back. The actions come from
-`tui.actions` (bindings, availability, slash commands, help).
-
-This module is the layout and the routing: what the screen composes and how it lays out, and one
-`@on` handler per message. The work is done by the parts it is assembled from, one job each:
-`tui.screens.turn` (sending, the turn worker), `.steering` (pin, drop, restore, undo, pause, preview,
-the reviewed summary), `.inspector_views` (tree, breakdown, timeline), `.opening` (the archive
-viewers) and `.session_actions` (new session, resume); `.main_base` holds what they share.
+to the chat and the inspector, whose widgets apply what the event carries (the history's splices,
+the call's sample and the session's cost). Nothing here reads the agent back during a turn. The
+screen holds its parts: the `Inspector` widget (every figure and view of the context) and
+`Steering` (the user's actions on the context); the actions themselves come from `tui.actions`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, ClassVar
+import contextlib
+from collections.abc import AsyncGenerator, Sequence
+from typing import Any, ClassVar, Protocol
 
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.geometry import Size
-from textual.timer import Timer
-from textual.widgets import ContentSwitcher, Footer
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer
 
 from core.agent import Agent
-from core.history.categories import Breakdown
+from core.archive import ArchiveError
+from core.compaction.steering import SteeringError
+from core.events import AgentEvent
+from core.sessions.listing import SessionInfo, list_sessions
 from core.text import visible
-from core.usage.timeline import TokenCount, session_cost
 from tui import actions
 from tui import messages as msg
 from tui.format import count, plural
-from tui.screens.inspector_views import InspectorViews
-from tui.screens.opening import ArchiveOpening
+from tui.screens.oversize import OversizeScreen
 from tui.screens.permission import PermissionScreen
-from tui.screens.session_actions import SessionActions
-from tui.screens.steering import SteeringActions
-from tui.screens.turn import TurnDriver
-from tui.widgets.breakdown import BreakdownView
+from tui.screens.sessions import SessionsScreen
+from tui.screens.steering import STEERING_WITH_ARGUMENT, Steering
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_pane import ChatPane
-from tui.widgets.compaction_log import CompactionLog
 from tui.widgets.context_gauge import ContextGauge
+from tui.widgets.inspector import Inspector, InspectorStart, request_extra
 from tui.widgets.message_tree import MessageTree
-from tui.widgets.timeline import TimelineView
 from tui.widgets.title_bar import TitleBar
 
 NARROW_WIDTH = 110
 SHORT_HEIGHT = 34
 MIN_INSPECTOR = 28
 MIN_CHAT = 30
+
+
+class DemoScript(Protocol):
+    """`tui.demo.play`: types the demo's commands into a screen."""
+
+    async def __call__(self, screen: MainScreen, commands: list[str], pause: float) -> None: ...
 
 
 def permission_mode(agent: Agent) -> str:
@@ -62,81 +64,84 @@ def permission_mode(agent: Agent) -> str:
     return "session" if "bash" in agent.allowed_for_session else "ask"
 
 
-class MainScreen(TurnDriver, SteeringActions, InspectorViews, ArchiveOpening, SessionActions):
-    """The layout, the actions of `tui.actions` and the handlers of the core's events."""
+class MainScreen(Screen[None]):
+    """The layout, the actions of `tui.actions` and the routing of the core's events."""
 
     BINDINGS: ClassVar[list[BindingType]] = list(actions.bindings(app_wide=False))
+
+    busy: reactive[bool] = reactive(False)
+    inspector_visible: reactive[bool] = reactive(True)
+    inspector_width: reactive[int] = reactive(60)
 
     def __init__(self, agent: Agent) -> None:
         super().__init__(id="main-screen")
         self.agent = agent
         self.turn_idle = asyncio.Event()
+        """Set while no turn runs (tests and the demo wait on it)."""
         self.turn_idle.set()
         self.turns_completed = 0
+        self.steering = Steering(self)
         self._activity = "idle"
+        """What the running turn is doing (the title bar and the chat's busy line show it)."""
         self._inspector_choice: bool | None = None
-        self._preview_timer: Timer | None = None
-        """The last preview of the next call (what the gauge line and the tree marks show)."""
+        """The user's show/hide choice for the inspector (None: follow the terminal's width)."""
         self._width_choice: int | None = None
-        self.tracker = Breakdown(agent.messages)
-        """The breakdown of the history, kept current from HistoryChanged splices (never re-walked)."""
-        self.next_count: TokenCount | None = None
         self._history_at_start = (list(agent.messages), agent.chars)
         """What the chat shows after the first frame (a message sent before then is shown as it is sent)."""
 
     # --- layout ---------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        model = self.agent.model
-        yield TitleBar(str(self.agent.toolbox.workspace.root), model.label, model.offline)
+        agent = self.agent
+        settings = agent.compactor.settings
+        messages, chars = self._history_at_start
+        start = InspectorStart(
+            archive=agent.archive, messages=messages, chars=chars, limit=settings.context_char_limit,
+            target_ratio=settings.micro_target_ratio, offline=agent.model.offline, paused=not agent.auto_compact,
+            samples=agent.timeline, request_extra=request_extra(agent.system_prompt, agent.toolbox.schemas),
+        )
+        yield TitleBar(str(agent.toolbox.workspace.root), agent.model.label, agent.model.offline)
         with Horizontal(id="main"):
             yield ChatPane(id="chat")
-            with Vertical(id="inspector"):
-                yield ContextGauge(id="gauge")
-                with ContentSwitcher(initial="tree", id="views"):
-                    yield MessageTree(
-                        self.agent.archive,
-                        lambda: self.agent.messages,
-                        measure=self.agent.compactor.estimate_chars,
-                        id="tree",
-                    )
-                    yield BreakdownView(id="breakdown")
-                    yield TimelineView(limit=self.agent.compactor.settings.context_char_limit, id="timeline")
-                yield CompactionLog(id="steps")
+            yield Inspector(start, agent, id="inspector")
         yield ContextGauge(compact=True, id="mini-gauge")
         yield Footer(compact=True)
 
+    @property
+    def chat(self) -> ChatPane:
+        return self.query_one("#chat", ChatPane)
+
+    @property
+    def inspector(self) -> Inspector:
+        return self.query_one("#inspector", Inspector)
+
+    @property
+    def gauge(self) -> ContextGauge:
+        return self.inspector.gauge
+
+    @property
+    def message_tree(self) -> MessageTree:
+        return self.inspector.message_tree
+
     async def on_mount(self) -> None:
-        settings = self.agent.compactor.settings
-        gauge = self.gauge
-        gauge.border_title = "Context"
-        gauge.mirror = self.query_one("#mini-gauge", ContextGauge)
-        gauge.configure(settings.context_char_limit, settings.micro_target_ratio, offline=self.agent.model.offline)
-        gauge.history_changed(self.agent.chars, len(self.agent.messages))
+        self.gauge.mirror = self.query_one("#mini-gauge", ContextGauge)
         self.layout_for(self.app.size)
         self._show_activity()
         self.chat.input.focus()
-        self.message_tree.request_sync()
-        self.gauge.steering(paused=not self.agent.auto_compact)
-        if self.agent.messages:
-            self.request_preview()
 
     async def after_first_frame(self) -> None:
         """What the first frame does not need, run once it is painted (the app calls this from its
-        Ready event): the chat's first blocks (Markdown), tiktoken, the views, the count and the window."""
+        Ready event): the chat's first blocks (Markdown), the model's window and the first forecast."""
         messages, chars = self._history_at_start
         if messages:
             await self._replay(messages, chars)
         else:
             await self.chat.add_welcome(self._welcome())
-        self.measure_context()
-        self._mount_views()
+        self.inspector.begin()
 
-    async def _replay(self, messages: list[dict[str, Any]] | None = None, chars: int | None = None) -> None:
-        messages = self.agent.messages if messages is None else messages
-        chars = self.agent.chars if chars is None else chars
+    async def _replay(self, messages: Sequence[dict[str, Any]], chars: int) -> None:
         where = f" from {self.agent.resumed_from}" if self.agent.resumed_from else ""
-        await self.chat.replay(messages, notice=(
+        await self.chat.replay(list(messages), notice=(
             f"resumed {plural(len(messages), 'message')} ({count(chars)} chars){where}: "
             "the chat shows the conversation, the inspector what sits in context"
         ))
@@ -164,7 +169,7 @@ class MainScreen(TurnDriver, SteeringActions, InspectorViews, ArchiveOpening, Se
     def layout_for(self, size: Size) -> None:
         width, height = size
         short = height < SHORT_HEIGHT
-        self.query_one("#inspector").set_class(short, "-short")
+        self.inspector.set_class(short, "-short")
         self.gauge.dense = short
         visible_now = self._inspector_choice if self._inspector_choice is not None else width >= NARROW_WIDTH
         preferred = self._width_choice if self._width_choice is not None else max(int(width * 0.4), 36)
@@ -172,14 +177,14 @@ class MainScreen(TurnDriver, SteeringActions, InspectorViews, ArchiveOpening, Se
         self.inspector_visible = visible_now
 
     def watch_inspector_visible(self, shown: bool) -> None:
-        self.query_one("#inspector").display = shown
+        self.inspector.display = shown
         self.query_one("#mini-gauge").display = not shown
         if not shown and self.message_tree.has_focus:
             self.chat.input.focus()
         self.refresh_bindings()
 
     def watch_inspector_width(self, width: int) -> None:
-        self.query_one("#inspector").styles.width = width
+        self.inspector.styles.width = width
 
     def watch_busy(self, busy: bool) -> None:
         self.chat.set_busy(busy, self._activity)
@@ -192,6 +197,11 @@ class MainScreen(TurnDriver, SteeringActions, InspectorViews, ArchiveOpening, Se
         ]
         state = self._activity if self.busy else "idle"
         self.query_one(TitleBar).set_state(f"{state} · {bash}", self.busy)
+
+    def _show_inspector(self) -> None:
+        if not self.inspector_visible:
+            self._inspector_choice = True
+            self.layout_for(self.size)
 
     # --- typing goes to the prompt ----------------------------------------------------------------
 
@@ -211,6 +221,96 @@ class MainScreen(TurnDriver, SteeringActions, InspectorViews, ArchiveOpening, Se
         event.prevent_default()
         prompt.focus()
         prompt.insert(event.character)
+
+    # --- sending -----------------------------------------------------------------------------------
+
+    async def submit(self, text: str) -> bool:
+        """Run `text` as a user turn (or a slash command). False when a turn is already running.
+        A message larger than the whole context limit is asked about first (`OversizeScreen`)."""
+        stripped = text.strip()
+        if stripped.startswith("/") and await self._slash(stripped):
+            return True
+        if self.busy:
+            self.notify("A turn is running: wait for it, or press esc to cancel it.", severity="warning")
+            return False
+        size = self.agent.oversize(text)
+        if size is not None:
+            limit = self.agent.compactor.settings.context_char_limit
+            self.app.push_screen(OversizeScreen(size, limit), callback=lambda choice: self._oversize(text, choice))
+            return True
+        await self._send(text)
+        return True
+
+    async def _send(self, text: str) -> None:
+        await self.chat.add_user(text)
+        self._begin("working")
+        self.drive(self.agent.run_turn(text))
+
+    async def _oversize(self, text: str, choice: str | None) -> None:
+        """The answer to OversizeScreen: archive the text first, send it anyway, or give it back to the prompt."""
+        if choice is None:
+            self.chat.input.load_text(text)
+            return
+        if choice == "archive":
+            try:
+                text = await self.agent.archive_request(text)
+            except ArchiveError as error:
+                self.notify(visible(f"cannot archive the message: {error}"), severity="error", markup=False)
+                self.chat.input.load_text(text)
+                return
+        await self._send(text)
+
+    async def _slash(self, command: str) -> bool:
+        """A slash command from the table (`/compact [focus]` passes its argument); False if unknown."""
+        name, _, rest = command[1:].partition(" ")
+        action = actions.BY_SLASH.get(name)
+        if action is None:
+            return False
+        if action.name == "compact":
+            if self.busy:
+                self.notify("A turn is running: compact when it is done.", severity="warning")
+            else:
+                self.steering.review_compact(rest.strip() or None)
+            return True
+        if action.name in STEERING_WITH_ARGUMENT:
+            await getattr(self, f"action_{action.name}")(rest.strip() or None)
+            return True
+        target = self.app if action.app_wide else self
+        await target.run_action(action.action)
+        return True
+
+    def _begin(self, activity: str) -> None:
+        self._activity = activity
+        self.turn_idle.clear()
+        self.busy = True
+
+    def start_compact(self, focus: str | None, summary: str | None = None) -> None:
+        """Compact now; `summary`, when given (reviewed), goes in as it is."""
+        if self.busy:
+            return
+        self._begin("compacting")
+        how = " with the reviewed summary" if summary is not None else ""
+        self.call_later(self.chat.add_notice, f"compacting now{f' (focus: {focus})' if focus else ''}{how}", icon="Σ")
+        self.drive(self.agent.compact(focus, summary))
+
+    @work(exclusive=True, group="turn", exit_on_error=False, description="agent turn")
+    async def drive(self, stream: AsyncGenerator[AgentEvent, None]) -> None:
+        """Post one message per core event; aclosing makes a cancel close (and repair) the turn."""
+        cancelled = False
+        try:
+            async with contextlib.aclosing(stream) as events_:
+                async for event in events_:
+                    message = msg.wrap(event)
+                    if message is not None:
+                        self.post_message(message)
+        except asyncio.CancelledError:
+            cancelled = True
+            self.post_message(msg.TurnCancelled())
+            raise
+        except Exception as error:  # the core should not raise, but the UI must survive it
+            self.post_message(msg.TurnCrashed(f"{type(error).__name__}: {error}"))
+        finally:
+            self.post_message(msg.TurnEnded(cancelled))
 
     # --- actions (described in tui/actions.py) ------------------------------------------------------
 
@@ -240,9 +340,7 @@ class MainScreen(TurnDriver, SteeringActions, InspectorViews, ArchiveOpening, Se
         if self.message_tree.has_focus:
             self.chat.input.focus()
             return
-        if not self.inspector_visible:
-            self._inspector_choice = True
-            self.layout_for(self.size)
+        self._show_inspector()
         self.message_tree.focus()
 
     def action_toggle_tools(self) -> None:
@@ -256,7 +354,102 @@ class MainScreen(TurnDriver, SteeringActions, InspectorViews, ArchiveOpening, Se
             if worker.group in ("turn", "demo") and not worker.is_finished:
                 worker.cancel()
 
-    # --- routing: one handler per message (sending and core events, then the inspector's widgets) ----
+    def action_archive(self) -> None:
+        self.inspector.opener.show_list()
+
+    # the inspector's views
+    def action_next_view(self) -> None:
+        """f2: the message tree, then the breakdown, then the timeline, then the tree again."""
+        {"tree": self.action_show_tree, "breakdown": self.action_show_breakdown,
+         "timeline": self.action_show_timeline}[self.inspector.next_view]()
+
+    def action_show_tree(self) -> None:
+        self._show_inspector()
+        self.inspector.show_view("tree")
+
+    def action_show_breakdown(self) -> None:
+        self._show_inspector()
+        self.inspector.show_view("breakdown")
+        self.inspector.breakdown_view.query_one("#breakdown-table").focus()
+
+    def action_show_timeline(self) -> None:
+        self._show_inspector()
+        self.inspector.show_view("timeline")
+        self.inspector.timeline_view.focus()
+
+    # steering (tui/screens/steering.py)
+    def action_compact(self) -> None:
+        self.steering.compact()
+
+    def action_compact_now(self) -> None:
+        self.start_compact(None)
+
+    async def action_toggle_pin(self, key: str | None = None) -> None:
+        await self.steering.toggle_pin(key)
+
+    async def action_unpin(self, key: str | None = None) -> None:
+        await self.steering.unpin(key)
+
+    async def action_drop(self, tool_use_id: str | None = None) -> None:
+        await self.steering.drop(tool_use_id)
+
+    async def action_restore(self, path: str | None = None) -> None:
+        await self.steering.restore(path)
+
+    async def action_undo(self) -> None:
+        await self.steering.undo()
+
+    async def action_toggle_pause(self) -> None:
+        await self.steering.toggle_pause()
+
+    async def action_preview(self) -> None:
+        await self.steering.preview()
+
+    # sessions
+    async def action_new_session(self) -> None:
+        """ctrl+n: a new, empty session (archives and old sessions stay on disk)."""
+        if self.busy:
+            self.notify("A turn is running: press esc to cancel it first.", severity="warning")
+            return
+        changed = self.agent.new_session()
+        await self.chat.clear()
+        self.inspector.session_started()
+        self.post_message(msg.HistoryChanged(changed))
+        await self.chat.add_notice("new session: the history is empty (archived files stay on disk)")
+        self._show_activity()
+        self.chat.input.focus()
+
+    async def action_sessions(self) -> None:
+        """ctrl+s: list this workdir's sessions; the one chosen is resumed here."""
+        if self.busy:
+            self.notify("A turn is running: press esc to cancel it first.", severity="warning")
+            return
+        sessions = await asyncio.to_thread(list_sessions, self.agent.settings.state_dir)
+        current = self.agent.session.path if self.agent.session is not None else None
+
+        async def chosen(info: SessionInfo | None) -> None:
+            if info is not None:
+                await self.resume_session(info)
+
+        await self.app.push_screen(SessionsScreen(sessions, current), callback=chosen)
+
+    async def resume_session(self, info: SessionInfo) -> None:
+        """Make the session `info` describes the running one and show it as `--resume` would."""
+        try:
+            changed = await self.agent.resume(info.path)
+        except (SteeringError, OSError) as error:
+            self.notify(visible(f"cannot resume {info.path.name}: {error}"), severity="error", markup=False)
+            return
+        await self.chat.clear()
+        self.chat.input.prompt_history.clear()
+        self.inspector.session_started()
+        self.post_message(msg.HistoryChanged(changed))
+        replayed = [message for change in changed.changes for message in change.added]
+        await self._replay(replayed, changed.chars)
+        self._show_activity()
+        self.chat.input.focus()
+
+    # --- routing: one handler per message -----------------------------------------------------------
 
     @on(ChatInput.Submitted)
     async def _submitted(self, event: ChatInput.Submitted) -> None:
@@ -264,7 +457,7 @@ class MainScreen(TurnDriver, SteeringActions, InspectorViews, ArchiveOpening, Se
 
     @on(msg.TurnStarted)
     def _turn_started(self, message: msg.TurnStarted) -> None:
-        self.gauge.turn_started()
+        self.inspector.turn_started()
 
     @on(msg.TextDelta)
     async def _text(self, message: msg.TextDelta) -> None:
@@ -309,19 +502,19 @@ class MainScreen(TurnDriver, SteeringActions, InspectorViews, ArchiveOpening, Se
     @on(msg.CompactionStep)
     async def _compaction(self, message: msg.CompactionStep) -> None:
         await self.chat.add_compaction(message.event)
-        self.gauge.step(message.event)
-        self.steps.add_step(message.event)
+        self.inspector.step(message.event)
 
     @on(msg.ContextMeasured)
     def _measured(self, message: msg.ContextMeasured) -> None:
-        self.gauge.measured(message.event)
+        self.inspector.measured(message.event)
+
+    @on(msg.ContextSampled)
+    def _sampled(self, message: msg.ContextSampled) -> None:
+        self.inspector.sampled(message.event)
 
     @on(msg.HistoryChanged)
     def _history_changed(self, message: msg.HistoryChanged) -> None:
-        self.gauge.history_changed(message.event.chars, message.event.length)
-        self.message_tree.request_sync()
-        self.request_preview()
-        self._views_history_changed(message)
+        self.inspector.history_changed(message.event)
 
     @on(msg.Notice)
     async def _notice(self, message: msg.Notice) -> None:
@@ -330,10 +523,6 @@ class MainScreen(TurnDriver, SteeringActions, InspectorViews, ArchiveOpening, Se
     @on(msg.ErrorEvent)
     async def _error(self, message: msg.ErrorEvent) -> None:
         await self.chat.add_error(message.event.message, message.event.kind)
-
-    @on(msg.TurnFinished)
-    async def _turn_finished(self, message: msg.TurnFinished) -> None:
-        await self.chat.end_assistant()
 
     @on(msg.TurnCancelled)
     async def _turn_cancelled(self, message: msg.TurnCancelled) -> None:
@@ -345,54 +534,30 @@ class MainScreen(TurnDriver, SteeringActions, InspectorViews, ArchiveOpening, Se
 
     @on(msg.TurnEnded)
     async def _turn_ended(self, message: msg.TurnEnded) -> None:
+        """The turn worker is done however the turn ended: the one place the chat's reply is closed."""
         await self.chat.end_assistant()
-        self.gauge.flush()
-        self.message_tree.request_sync()
+        self.inspector.turn_ended()
         self.busy = False
         self._activity = "idle"
         self._show_activity()
         self.turns_completed += 1
         self.turn_idle.set()
-        self.measure_context()
-        self.request_preview()
-        self._views_turn_ended()
 
-    @on(msg.ContextSampled)
-    def _sampled(self, message: msg.ContextSampled) -> None:
-        sample = message.event.sample
-        self.timeline_view.add_sample(sample)
-        self.steps.sampled(sample)
-        self.gauge.sampled(sample, session_cost(self.agent.timeline))
+    @on(Inspector.RestoreRequested)
+    def _restore_requested(self, message: Inspector.RestoreRequested) -> None:
+        self.call_later(self.steering.restore, message.path)
 
-    @on(MessageTree.OpenMarker)
-    async def _open_marker(self, event: MessageTree.OpenMarker) -> None:
-        await self.open_marker(event.info)
-
-    @on(MessageTree.OpenBlock)
-    async def _open_block(self, event: MessageTree.OpenBlock) -> None:
-        await self.open_block(event.info)
-
-    @on(MessageTree.Untrusted)
-    def _untrusted(self, event: MessageTree.Untrusted) -> None:
-        self.untrusted(event.info)
-
-    @on(CompactionLog.OpenFile)
-    async def _open_step_file(self, event: CompactionLog.OpenFile) -> None:
-        await self.open_step_file(event.step, event.path)
-
-    @on(BreakdownView.Selected)
-    def _breakdown_selected(self, event: BreakdownView.Selected) -> None:
-        """A category or item chosen in the breakdown: show the tree with its cursor on that message."""
-        if event.message is not None:
-            self.select_message(event.message, event.block)
+    @on(Inspector.Recompaction)
+    async def _recompaction(self, message: Inspector.Recompaction) -> None:
+        await self.chat.add_notice(
+            f"automatic compaction is on: the next call would run {' + '.join(message.steps)} again; pause it "
+            "(f5), or compact with a focus instead (ctrl+o)", warning=True)
 
     # --- the demo --------------------------------------------------------------------------------
 
     @work(exclusive=True, group="demo", exit_on_error=False, description="demo")
-    async def run_demo(self, commands: list[str], pause: float) -> None:
-        """Type and send each command as a user would (tui/demo.py plays the script)."""
-        from tui.demo import play
-
+    async def run_demo(self, play: DemoScript, commands: list[str], pause: float) -> None:
+        """Type and send each command as a user would (`play` is tui/demo.py's script player)."""
         try:
             await play(self, commands, pause)
         except asyncio.CancelledError:

@@ -1,98 +1,129 @@
-"""SteeringActions: pin, unpin, drop, restore, undo, pause, preview, and compacting with the summary
-reviewed first (issue 10; a part of MainScreen).
+"""Steering: the user's hand on the context from the TUI, as one object the main screen holds.
 
-Each action is a row of `tui.actions` (a key, the palette, a slash command; the tree's p/d/r/u run
-them on its selection). A steering call's HistoryChanged / Notice is posted to the screen as the turn
-worker posts core events, so the chat, the gauge, the tree and the views follow it the same way. The
-preview of the next call is refreshed (debounced) after every change: the gauge's "next call" line
-and the tree's marks.
+Pin, unpin, drop, restore, undo, pause, preview, and compacting with the summary reviewed first.
+Each is a row of `tui.actions` (a key, the palette, a slash command; the tree's keys run them on its
+selection). A steering call's HistoryChanged / Notice is posted to the screen as the turn worker
+posts core events, so the chat and the inspector follow it the same way; the inspector then asks
+the core once for the next call's preview (its own forecast).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-
-from textual import work
-from textual.timer import Timer
+from typing import TYPE_CHECKING, Any, Protocol
 
 from core.compaction.steering import SteeringError
 from core.events import HistoryChanged, Notice
-from core.history.messages import tool_result_ids
 from core.text import visible
 from tui import messages as msg
 from tui.screens.compact_prompt import CompactPromptScreen
-from tui.screens.main_base import MainScreenBase
-from tui.screens.preview import LOSSY, PreviewScreen, preview_summary
+from tui.screens.preview import PreviewScreen
 from tui.screens.summary_review import SummaryReviewScreen
+from tui.widgets.chat_pane import ChatPane
+from tui.widgets.inspector import Inspector
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.message import Message
+    from textual.worker import Worker
+
+    from core.agent import Agent
 
 STEERING_WITH_ARGUMENT = ("toggle_pin", "unpin", "drop", "restore")
 """Steering actions whose slash command takes an argument (else they act on the tree's selection)."""
-PREVIEW_DEBOUNCE = 0.25
 
 
-class SteeringActions(MainScreenBase):
-    """The steering actions and the preview of the next call."""
+class SteeringHost(Protocol):
+    """What steering needs from the screen that holds it."""
 
-    _preview_timer: Timer | None
-    """The last preview of the next call (what the gauge line and the tree marks show)."""
+    agent: Agent
+    busy: bool
 
-    def action_compact(self) -> None:
-        if self.busy:
-            self.notify("A turn is running: compact when it is done (esc cancels it).", severity="warning")
+    @property
+    def app(self) -> App[Any]: ...
+
+    @property
+    def chat(self) -> ChatPane: ...
+
+    @property
+    def inspector(self) -> Inspector: ...
+
+    def notify(self, message: str, *, severity: Any = ..., markup: bool = ...) -> None: ...
+
+    def post_message(self, message: Message) -> bool: ...
+
+    def start_compact(self, focus: str | None, summary: str | None = None) -> None: ...
+
+    def run_worker(self, work: Any, *, group: str = ..., exclusive: bool = ..., exit_on_error: bool = ...,
+                   description: str = ...) -> Worker[Any]: ...
+
+
+class Steering:
+    """The steering actions of the main screen (see the module docstring)."""
+
+    def __init__(self, host: SteeringHost) -> None:
+        self.host = host
+
+    @property
+    def agent(self) -> Agent:
+        return self.host.agent
+
+    def compact(self) -> None:
+        """Ask for a focus, then review the drafted summary before it goes in."""
+        if self.host.busy:
+            self.host.notify("A turn is running: compact when it is done (esc cancels it).", severity="warning")
             return
 
         def chosen(focus: str | None) -> None:
             if focus is not None:
                 self.review_compact(focus or None)
 
-        self.app.push_screen(CompactPromptScreen(), callback=chosen)
-
-    def action_compact_now(self) -> None:
-        self.start_compact(None)
+        self.host.app.push_screen(CompactPromptScreen(), callback=chosen)
 
     async def _steer(self, action: Callable[[], Awaitable[HistoryChanged | Notice | None]], nothing: str) -> None:
         """Run one steering call; its HistoryChanged / Notice goes out as the turn worker posts core events."""
-        if self.busy:
-            self.notify("A turn is running: steer the context when it is done.", severity="warning")
+        host = self.host
+        if host.busy:
+            host.notify("A turn is running: steer the context when it is done.", severity="warning")
             return
         try:
             result = await action()
         except SteeringError as error:
-            self.notify(visible(str(error)), severity="error", markup=False)
+            host.notify(visible(str(error)), severity="error", markup=False)
             return
         if not result:
-            self.notify(nothing, markup=False)
+            host.notify(nothing, markup=False)
             return
         message = msg.wrap(result)
         if message is not None:
-            self.post_message(message)
+            host.post_message(message)
         if isinstance(result, Notice):
-            self.request_preview()  # pins change no message, only what the next call may do
+            host.inspector.refresh_forecast(debounce=0.0)  # pins change no message, only what the next call may do
 
     def _said(self, text: str) -> Callable[[HistoryChanged | None], Awaitable[HistoryChanged | Notice | None]]:
         async def then(changed: HistoryChanged | None) -> HistoryChanged | Notice | None:
             if changed:
-                await self.chat.add_notice(text)
+                await self.host.chat.add_notice(text)
             return changed
         return then
 
     def _selected_id(self, given: str | None) -> str | None:
-        tool_use_id = given or self.message_tree.selected_tool_use_id()
+        tool_use_id = given or self.host.inspector.message_tree.selected_tool_use_id()
         if tool_use_id is None:
-            self.notify("Select a tool result in the tree first (ctrl+t), or give its id: /pin toolu_…",
-                        severity="warning", markup=False)
+            self.host.notify("Select a tool result in the tree first (ctrl+t), or give its id: /pin toolu_…",
+                             severity="warning", markup=False)
         return tool_use_id
 
     def _selected_pin_key(self, given: str | None) -> str | None:
         """What pin/unpin acts on: the given id or key, else the selected result or user message."""
-        key = given or self.message_tree.selected_pin_key()
+        key = given or self.host.inspector.message_tree.selected_pin_key()
         if key is None:
-            self.notify("Select a tool result or one of your messages in the tree first (ctrl+t), "
-                        "or give its id: /pin toolu_… or /pin user:…", severity="warning", markup=False)
+            self.host.notify("Select a tool result or one of your messages in the tree first (ctrl+t), "
+                             "or give its id: /pin toolu_… or /pin user:…", severity="warning", markup=False)
         return key
 
-    async def action_toggle_pin(self, tool_use_id: str | None = None) -> None:
-        chosen = self._selected_pin_key(tool_use_id)
+    async def toggle_pin(self, key: str | None = None) -> None:
+        chosen = self._selected_pin_key(key)
         if chosen is None:
             return
         agent = self.agent
@@ -102,12 +133,12 @@ class SteeringActions(MainScreenBase):
 
         await self._steer(pin, "")
 
-    async def action_unpin(self, tool_use_id: str | None = None) -> None:
-        chosen = self._selected_pin_key(tool_use_id)
+    async def unpin(self, key: str | None = None) -> None:
+        chosen = self._selected_pin_key(key)
         if chosen is not None:
             await self._steer(lambda: self.agent.unpin(chosen), "")
 
-    async def action_drop(self, tool_use_id: str | None = None) -> None:
+    async def drop(self, tool_use_id: str | None = None) -> None:
         chosen = self._selected_id(tool_use_id)
         if chosen is None:
             return
@@ -118,104 +149,74 @@ class SteeringActions(MainScreenBase):
 
         await self._steer(drop, "nothing to drop")
 
-    async def action_restore(self, path: str | None = None) -> None:
-        chosen = path or self.message_tree.selected_archive_path()
+    async def restore(self, path: str | None = None) -> None:
+        chosen = path or self.host.inspector.message_tree.selected_archive_path()
         if chosen is None:
-            self.notify("Select a placeholder or persisted output in the tree, or give a path: /restore PATH",
-                        severity="warning", markup=False)
+            self.host.notify("Select a placeholder or persisted output in the tree, or give a path: /restore PATH",
+                             severity="warning", markup=False)
             return
-        await self._restore(chosen)
 
-    def _restore_path(self, path: str) -> None:
-        """Restore from the archive viewer or list (they close first)."""
-        self.call_later(self._restore, path)
-
-    async def _restore(self, path: str) -> None:
         async def restore() -> HistoryChanged | Notice | None:
-            return await self._said(f"restored {visible(path)}: its full text is back in context")(
-                await self.agent.restore(path))
+            return await self._said(f"restored {visible(chosen)}: its full text is back in context")(
+                await self.agent.restore(chosen))
 
         await self._steer(restore, "that text is already in context")
 
-    async def action_undo(self) -> None:
+    async def undo(self) -> None:
         async def undo() -> HistoryChanged | Notice | None:
             changed = await self.agent.undo_compaction()
             if changed:
-                await self.chat.add_notice("undid the last compaction: what it removed is back, in place")
-                warning = await self.agent.recompact_warning()
-                if warning is not None:
-                    await self.chat.add_notice(
-                        f"{warning.message} (f5 pauses automatic compaction, ctrl+o compacts with a focus)",
-                        warning=True)
+                await self.host.chat.add_notice("undid the last compaction: what it removed is back, in place")
+                self.host.inspector.expect_recompaction()  # its forecast says if the next call compacts again
             return changed
 
         await self._steer(undo, "no compaction to undo")
 
-    async def action_toggle_pause(self) -> None:
+    async def toggle_pause(self) -> None:
         agent = self.agent
         agent.auto_compact = not agent.auto_compact
         paused = not agent.auto_compact
-        self.gauge.steering(paused=paused)
+        self.host.inspector.set_paused(paused)
         text = ("automatic compaction paused: the whole history goes to the model (reactive compaction still "
                 "guards an API refusal; f5 resumes)" if paused else "automatic compaction resumed")
-        await self.chat.add_notice(text, warning=paused)
-        self.request_preview()
+        await self.host.chat.add_notice(text, warning=paused)
 
-    async def action_preview(self) -> None:
-        if self.busy:
+    async def preview(self) -> None:
+        if self.host.busy:
             return
         try:
             steps = await self.agent.preview()
         except SteeringError as error:
-            self.notify(visible(str(error)), severity="error", markup=False)
+            self.host.notify(visible(str(error)), severity="error", markup=False)
             return
-        await self.app.push_screen(PreviewScreen(
+        await self.host.app.push_screen(PreviewScreen(
             steps, chars=self.agent.chars, limit=self.agent.compactor.settings.context_char_limit,
             paused=not self.agent.auto_compact))
 
-    def request_preview(self) -> None:
-        """Preview the next call soon (debounced): the gauge's "next call" line and the tree's marks."""
-        if self._preview_timer is not None:
-            self._preview_timer.stop()
-        self._preview_timer = self.set_timer(PREVIEW_DEBOUNCE, self.refresh_preview)
-
-    @work(exclusive=True, group="preview", exit_on_error=False, description="preview the next call")
-    async def refresh_preview(self) -> None:
-        agent = self.agent
-        if agent.running or self.busy:
-            return
-        steps = await agent.preview() if agent.auto_compact else []
-        if agent.running:
-            return
-        files = {path for step in steps for path in step.files_written}
-        shortened = {tool_use_id for message in agent.messages if message.get("role") == "user"
-                     for tool_use_id in tool_result_ids(message)
-                     if agent.archive.expected_tool_result_path(tool_use_id) in files} if files else set()
-        line = preview_summary(steps) if steps else ""
-        self.gauge.steering(paused=not agent.auto_compact, preview=line,
-                            warning=any(step.step == LOSSY for step in steps))
-        self.message_tree.set_marks(agent.pinned, frozenset(shortened))
-
-    @work(exclusive=True, group="draft", exit_on_error=False, description="draft the summary")
-    async def review_compact(self, focus: str | None) -> None:
+    def review_compact(self, focus: str | None) -> None:
         """Summary first: draft it, show it for review (accept / edit / cancel), compact with that text."""
-        if self.busy:
+        self.host.run_worker(self._review(focus), group="draft", exclusive=True, exit_on_error=False,
+                             description="draft the summary")
+
+    async def _review(self, focus: str | None) -> None:
+        host = self.host
+        if host.busy:
             return
-        self.busy = True
-        self.chat.set_activity("drafting the summary")
+        host.busy = True
+        host.chat.set_activity("drafting the summary")
         try:
             draft = await self.agent.draft_summary(focus)
         except SteeringError as error:
-            self.notify(visible(str(error)), severity="error", markup=False)
+            host.notify(visible(str(error)), severity="error", markup=False)
             return
         finally:
-            self.busy = False
+            host.busy = False
         screen = SummaryReviewScreen(draft, messages=len(self.agent.messages), chars=self.agent.chars, focus=focus)
 
         async def reviewed(text: str | None) -> None:
             if text is None:
-                await self.chat.add_notice("compact cancelled: nothing changed")
+                await host.chat.add_notice("compact cancelled: nothing changed")
             else:
-                self.start_compact(focus, summary=text)
+                host.start_compact(focus, summary=text)
 
-        await self.app.push_screen(screen, callback=reviewed)
+        await host.app.push_screen(screen, callback=reviewed)

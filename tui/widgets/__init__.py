@@ -1,1 +1,1 @@
-"""Widgets of the ctxtui app: chat blocks, the context gauge and the message tree."""
+"""Widgets of the ctxtui app: the chat and its blocks, and the inspector with its gauge and views."""

@@ -1,20 +1,24 @@
 """MessageTree: one node per message of the history, children per block, markers styled by kind.
 
-The tree follows `agent.messages` in place: it keeps (message object, node) pairs and applies the
-history's splices (`apply`; a `core.history.store.History` hands them over through a ChangeFeed), touching only
-the nodes that changed: a replaced message is relabelled in place, removed ones are dropped in one
-cut, new ones are added in chunks with `asyncio.sleep(0)` between them. A plain list is diffed by
-identity (common prefix and suffix stay). Block children are added when a message is expanded.
+The tree holds its own copy of the history's shape: (message, node) pairs. It never reads the agent:
+it applies the splices each `HistoryChanged` carries (`push`), in order, in one worker that touches
+only the nodes they change: a replaced message is relabelled in place, removed ones are dropped in
+one cut, new ones are added in chunks with `asyncio.sleep(0)` between them. Block children are added
+when a message is expanded.
 
 A marker is styled (and can be opened) only if the archive resolves its path; anything else, including
 a forged `[Earlier tool result saved at ../../etc/passwd]`, is shown as the plain text it is.
+
+Speed on long histories uses a few Textual internals (the root's child list, the line cache, a
+label set without a refresh per node); they sit together at the end of the class, and pyproject.toml
+pins the Textual range they were tested with.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -35,13 +39,11 @@ from core.history import estimate_chars
 from core.history.messages import (
     USER_PIN_PREFIX,
     result_text,
-    splice_between,
     tool_result_ids,
     tool_use_ids,
     user_pin_key,
 )
 from core.history.sizes import message_chars
-from core.history.store import ChangeFeed, History
 from core.markers import Marker, parse_marker
 from core.text import visible
 from tui.format import count, display_line, plural, size_bytes, tool_input_summary
@@ -144,11 +146,7 @@ class MessageTree(Tree[NodeInfo]):
         info: NodeInfo
 
     def __init__(
-        self,
-        archive: Archive,
-        source: Callable[[], Sequence[dict[str, Any]]],
-        *,
-        measure: Callable[[Sequence[dict[str, Any]]], int] = estimate_chars,
+        self, archive: Archive, messages: Sequence[dict[str, Any]] = (), *, chars: int | None = None,
         id: str | None = None,
     ) -> None:
         # the line-cache bookkeeping first: Tree.__init__ already invalidates
@@ -157,15 +155,13 @@ class MessageTree(Tree[NodeInfo]):
         self._append_base: tuple[list[_TreeLine[NodeInfo]], int] | None = None
         self._full_build = False
         super().__init__("history", id=id)
-        self.measure = measure
         self.show_root = False
         self.guide_depth = 3
         self.archive = archive
-        self.source = source
         self.entries: list[tuple[dict[str, Any], TreeNode[NodeInfo]]] = []
-        self._feed: ChangeFeed | None = None
-        self._followed: History | None = None
-        self._dirty = False
+        self.chars = estimate_chars(messages) if chars is None else chars
+        """`estimate_chars` of the history the tree shows (from the last HistoryChanged)."""
+        self._queue: list[Splice] = [Splice(0, 0, tuple(messages))] if messages else []
         self._worker: Worker[None] | None = None
         self._resolved: dict[str, ArchivedFile | None] = {}
         self._styles: dict[str, Style] = {}
@@ -173,37 +169,34 @@ class MessageTree(Tree[NodeInfo]):
         self._user_pins: frozenset[str] = frozenset()  # the user: keys among them
         self.shortened: frozenset[str] = frozenset()  # tool_use ids the next call would shorten
 
-    # --- syncing with the history ---------------------------------------------------------------
+    # --- following the history -----------------------------------------------------------------
 
-    def request_sync(self) -> None:
-        """Bring the tree in line with the history soon (coalesces bursts of requests)."""
-        self._dirty = True
+    def on_mount(self) -> None:
+        self._set_title()
+        if self._queue:
+            self._start()
+
+    def push(self, changes: Sequence[Splice], chars: int) -> None:
+        """Apply a HistoryChanged's splices soon, after every splice pushed before them."""
+        self._queue.extend(changes)
+        self.chars = chars
+        if self.is_mounted:
+            self._start()
+
+    def _start(self) -> None:
         if self._worker is None or self._worker.is_finished:
             self._worker = self.run_worker(
-                self._sync_loop, group="tree-sync", exit_on_error=False, description="sync message tree"
+                self._drain, group="tree-sync", exit_on_error=False, description="apply the history's changes"
             )
 
     @property
     def syncing(self) -> bool:
-        return self._dirty or (self._worker is not None and not self._worker.is_finished)
+        return bool(self._queue) or (self._worker is not None and not self._worker.is_finished)
 
-    async def _sync_loop(self) -> None:
-        while self._dirty:
-            self._dirty = False
-            messages = self.source()
-            if isinstance(messages, History):
-                if self._feed is None or self._followed is not messages:
-                    self._followed, self._feed = messages, ChangeFeed(messages)
-                    await self.sync(list(messages))
-                else:
-                    await self.apply(self._feed.take())
-            else:
-                self._followed = self._feed = None
-                await self.sync(list(messages))
-
-    async def sync(self, messages: list[dict[str, Any]]) -> None:
-        """Bring the tree in line with `messages`, diffed by identity (common prefix and suffix stay)."""
-        await self.apply(splice_between([message for message, _ in self.entries], messages))
+    async def _drain(self) -> None:
+        while self._queue:
+            changes, self._queue = self._queue, []
+            await self.apply(changes)
 
     async def apply(self, changes: Sequence[Splice]) -> None:
         """Apply the history's splices, in order, touching only the nodes they change.
@@ -262,14 +255,34 @@ class MessageTree(Tree[NodeInfo]):
 
     def _finish(self) -> None:
         self.refresh()
-        messages = self.source()
-        measured = messages if isinstance(messages, History) else [message for message, _ in self.entries]
-        self.border_title = f"Messages · {count(len(self.entries))} · {count(self.measure(measured))} chars"
+        self._set_title()
         if not self.has_focus and self.entries:
             self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
 
+    def _set_title(self) -> None:
+        self.border_title = f"Messages · {count(len(self.entries))} · {count(self.chars)} chars"
+
     def node_for(self, index: int) -> TreeNode[NodeInfo]:
         return self.entries[index][1]
+
+    def select_entry(self, index: int, block: int | None = None) -> None:
+        """Focus the tree with its cursor on message `index` (on its block `block`, expanded)."""
+        if not 0 <= index < len(self.entries):
+            return
+        node = self.node_for(index)
+        if block is not None and node.allow_expand:
+            self.populate(node)
+            node.expand()
+            if 0 <= block < len(node.children):
+                node = node.children[block]
+        self.focus()
+
+        def move() -> None:
+            self._tree_lines  # noqa: B018 - builds the line cache, which gives each node its line
+            self.move_cursor(node)
+            self.scroll_to_node(node, animate=False)
+
+        self.call_after_refresh(move)
 
     # --- building nodes -------------------------------------------------------------------------
 

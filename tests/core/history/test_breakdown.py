@@ -173,7 +173,7 @@ def test_the_accumulator_follows_splices(
         old = messages
         messages = [*old[:position], *new_messages, *old[position + removed :]]
         event = HistoryChanged(len(messages), estimate_chars(messages), splice_between(old, messages), "edit")
-        tracker.update(event, messages)
+        tracker.apply(event.changes)
         assert tracker.totals == breakdown(messages)
         assert tracker.chars == estimate_chars(messages)
 

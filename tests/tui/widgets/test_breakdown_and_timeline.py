@@ -60,7 +60,7 @@ async def test_breakdown_shows_the_figures_and_selecting_names_the_message() -> 
 
         # live: the next message arrives as a splice and the rows follow
         event = HistoryChanged(3, estimate_chars(HISTORY), (Splice(2, 0, (HISTORY[2],)),), "tools")
-        tracker.update(event, HISTORY)
+        tracker.apply(event.changes)
         view.follow(tracker, tokens=1_000, request_extra={"system": 800, "tools": 1_200})
         await pilot.pause()
         shown = rows(table)

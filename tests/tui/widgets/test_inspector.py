@@ -19,7 +19,7 @@ from core.history import estimate_chars
 from core.markers import persisted_output, placeholder, snip_marker
 from core.model.offline import OfflineModel
 from core.tools import ToolBox, Workspace
-from tests.support.pilot import settled, wait_for
+from tests.support.pilot import GaugeApp, settled, wait_for
 from tui.app import CtxApp
 from tui.line_source import TextLines
 from tui.screens.archive import ArchiveScreen
@@ -268,9 +268,8 @@ async def test_archive_list_opens_a_file(tmp_path: Path) -> None:
     await agent.aclose()
 
 
-async def test_gauge_levels_and_the_bar_crosses_the_limit(tmp_path: Path) -> None:
-    agent = agent_with(tmp_path, [])
-    app = CtxApp(agent)
+async def test_gauge_levels_and_the_bar_crosses_the_limit() -> None:
+    app = GaugeApp()
     async with app.run_test(size=(160, 48)) as pilot:
         gauge = app.query_one("#gauge", ContextGauge)
         for chars, level in ((10_000, "ok"), (40_000, "warning"), (61_000, "over")):
@@ -281,7 +280,6 @@ async def test_gauge_levels_and_the_bar_crosses_the_limit(tmp_path: Path) -> Non
         text = gauge.render().plain
         assert "61,000 / 50,000 chars (122%)" in text
         assert "│" in text and "┃" in text and "╵80%" in text and "╵limit" in text
-    await agent.aclose()
 
 
 async def test_large_history_syncs_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

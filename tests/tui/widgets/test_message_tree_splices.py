@@ -1,4 +1,4 @@
-"""The message tree follows a History's splices in place and always equals a tree built afresh."""
+"""The message tree applies the splices of HistoryChanged events in place and always equals a tree built afresh."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from textual.app import App, ComposeResult
 from textual.widgets.tree import TreeNode
 
 from core.archive import Archive
+from core.history import estimate_chars
+from core.history.messages import splice_between
 from core.history.store import History
 from core.markers import placeholder
 from tests.support.pilot import wait_for
@@ -37,7 +39,12 @@ class TreeApp(App[None]):
         self.history = history
 
     def compose(self) -> ComposeResult:
-        yield MessageTree(self.archive, lambda: self.history, id="live")
+        yield MessageTree(self.archive, list(self.history), id="live")
+
+
+def follow(tree: MessageTree, before: list[dict[str, Any]], history: History) -> None:
+    """Push to the tree the splices that turned `before` into the history (what a HistoryChanged carries)."""
+    tree.push(splice_between(before, history), estimate_chars(history))
 
 
 def shape(node: TreeNode[NodeInfo]) -> tuple[Any, ...]:
@@ -48,9 +55,9 @@ def shape(node: TreeNode[NodeInfo]) -> tuple[Any, ...]:
 
 
 async def fresh_shape(app: TreeApp) -> list[tuple[Any, ...]]:
-    fresh = MessageTree(app.archive, lambda: list(app.history))
+    fresh = MessageTree(app.archive, list(app.history))
     await app.mount(fresh)
-    await fresh.sync(list(app.history))
+    await app.workers.wait_for_complete()  # the fresh tree's build
     for (_, live_node), (_, node) in zip(app.query_one("#live", MessageTree).entries, fresh.entries, strict=True):
         if live_node.children:
             fresh.populate(node)
@@ -76,11 +83,11 @@ async def run_edits(tmp_path: Path, operations: list[tuple[str, int]]) -> None:
     app = TreeApp(archive, history)
     async with app.run_test(size=(120, 40)) as pilot:
         tree = app.query_one("#live", MessageTree)
-        tree.request_sync()
         await wait_for(pilot, lambda: not tree.syncing)
         tree.populate(tree.node_for(2))  # an expanded message keeps showing its blocks
         tree.node_for(2).expand()
         for number, (operation, value) in enumerate(operations):
+            before = list(history)
             size = len(history)
             if operation == "append":
                 history.extend(exchange(100 + number))
@@ -97,7 +104,7 @@ async def run_edits(tmp_path: Path, operations: list[tuple[str, int]]) -> None:
                 history[3 : size - 3] = [{"role": "user", "content": f"[{size - 6} messages archived at x]"}]
             elif operation == "reset":
                 history[:] = exchange(500 + number)
-            tree.request_sync()
+            follow(tree, before, history)
             if value % 3 == 0:  # sometimes several edits arrive before the tree catches up
                 await wait_for(pilot, lambda: not tree.syncing)
                 await pilot.pause()  # and a frame is drawn in between
@@ -123,16 +130,18 @@ async def test_an_edit_near_the_front_keeps_every_other_node(tmp_path: Path) -> 
     app = TreeApp(Archive(tmp_path), history)
     async with app.run_test(size=(120, 40)) as pilot:
         tree = app.query_one("#live", MessageTree)
-        tree.request_sync()
         await wait_for(pilot, lambda: not tree.syncing)
         nodes = [node for _, node in tree.entries]
+        before = list(history)
         history[2] = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_0", "content": "short"}]}
-        await tree.sync(list(history))  # a plain list, diffed by identity
+        follow(tree, before, history)
+        await wait_for(pilot, lambda: not tree.syncing)
         assert [node for _, node in tree.entries] == nodes
         assert "short" not in str(nodes[2].label) and nodes[2].data is not None
         assert nodes[2].data.message is history[2]
+        before = list(history)
         del history[0:3]  # the numbers after the cut move
-        tree.request_sync()
+        follow(tree, before, history)
         await wait_for(pilot, lambda: not tree.syncing)
         assert [node for _, node in tree.entries] == nodes[3:]
         assert str(tree.node_for(0).label).lstrip().startswith("#1 user")

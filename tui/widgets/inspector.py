@@ -1,0 +1,305 @@
+"""Inspector: what sits in the model's context, and what compaction did to it.
+
+One widget owns the inspector's state: the gauge, the views (message tree, breakdown, timeline: f2
+goes round them), the compaction log, the marks of the next call's preview and the count of the next
+request. It learns everything from the core's events, which the main screen hands it one by one:
+the tree and the breakdown apply the splices each `HistoryChanged` carries, the timeline adds each
+`ContextSampled` (which carries the session's cost too). It never reads the agent back: after a
+change it asks its `ContextSource` once (`forecast`: the next call's preview, the history's figures,
+the request's size), debounced, and the answer fills the gauge and the marks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import ContentSwitcher
+
+from core.archive import Archive
+from core.events import (
+    CompactionStep,
+    ContextMeasured,
+    ContextSampled,
+    Forecast,
+    HistoryChanged,
+    NextCallPreview,
+    StepName,
+)
+from core.history.categories import Breakdown
+from core.markers import parse_marker
+from core.usage.prices import Window
+from core.usage.timeline import ContextSample, TokenCount, session_cost
+from tui.screens.opening import ArchiveOpener
+from tui.screens.preview import LOSSY, preview_summary
+from tui.widgets.breakdown import BreakdownView
+from tui.widgets.compaction_log import CompactionLog
+from tui.widgets.context_gauge import ContextGauge
+from tui.widgets.message_tree import MessageTree
+from tui.widgets.timeline import TimelineView
+
+FORECAST_DEBOUNCE = 0.4
+"""Seconds a change waits before the next call is forecast (a newer change cancels the wait)."""
+VIEWS = ("tree", "breakdown", "timeline")
+Message_ = dict[str, Any]
+
+
+class ContextSource(Protocol):
+    """What the inspector asks the core (the Agent answers): once after a change, once at the start."""
+
+    def forecast(self, debounce: float = 0.0) -> AsyncIterator[Forecast]: ...
+
+    async def window(self) -> Window: ...
+
+
+@dataclass(frozen=True)
+class InspectorStart:
+    """What the inspector shows before the first event: the history and the calls as they are."""
+
+    archive: Archive
+    messages: Sequence[Message_]
+    chars: int
+    limit: int
+    target_ratio: float = 0.8
+    offline: bool = False
+    paused: bool = False
+    samples: Sequence[ContextSample] = ()
+    request_extra: dict[str, int] = field(default_factory=dict)
+    """Characters the request carries beside the history (system prompt, tool schemas)."""
+
+
+class Inspector(Vertical):
+    """The context inspector (see the module docstring)."""
+
+    class RestoreRequested(Message):
+        """The archive viewer's restore: put this archived result back in context."""
+
+        def __init__(self, path: str) -> None:
+            super().__init__()
+            self.path = path
+
+    class Recompaction(Message):
+        """After an undo, the next call would compact again: these steps."""
+
+        def __init__(self, steps: tuple[StepName, ...]) -> None:
+            super().__init__()
+            self.steps = steps
+
+    def __init__(self, start: InspectorStart, source: ContextSource, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.start = start
+        self.source = source
+        self.tracker = Breakdown(start.messages)
+        """The breakdown of the history, kept current from the splices (never re-walked)."""
+        self.next_count: TokenCount | None = None
+        """The last count of the next request (None until counted, and after a reset)."""
+        self.preview: NextCallPreview | None = None
+        self._warn_recompaction = False
+        self.opener = ArchiveOpener(self, start.archive, self._request_restore, self.summary_of)
+
+    def compose(self) -> ComposeResult:
+        yield ContextGauge(id="gauge")
+        with ContentSwitcher(initial="tree", id="views"):
+            yield MessageTree(self.start.archive, self.start.messages, chars=self.start.chars, id="tree")
+            yield BreakdownView(id="breakdown")
+            yield TimelineView(limit=self.start.limit, id="timeline")
+        yield CompactionLog(id="steps")
+
+    def on_mount(self) -> None:
+        start = self.start
+        gauge = self.gauge
+        gauge.border_title = "Context"
+        gauge.configure(start.limit, start.target_ratio, offline=start.offline)
+        gauge.history_changed(start.chars, len(start.messages))
+        gauge.steering(paused=start.paused)
+        self.breakdown_view.border_title = "Breakdown · f2 → timeline"
+        self.timeline_view.border_title = "Timeline · f2 → tree"
+        self.timeline_view.set_samples(start.samples)
+        if start.samples:
+            gauge.sampled(start.samples[-1], session_cost(start.samples))
+
+    def begin(self) -> None:
+        """After the first frame: the model's window and the first forecast."""
+        self.fetch_window()
+        self.refresh_forecast(debounce=0.0)
+
+    # --- the widgets --------------------------------------------------------------------------------
+
+    @property
+    def gauge(self) -> ContextGauge:
+        return self.query_one("#gauge", ContextGauge)
+
+    @property
+    def message_tree(self) -> MessageTree:
+        return self.query_one("#tree", MessageTree)
+
+    @property
+    def views(self) -> ContentSwitcher:
+        return self.query_one("#views", ContentSwitcher)
+
+    @property
+    def breakdown_view(self) -> BreakdownView:
+        return self.query_one("#breakdown", BreakdownView)
+
+    @property
+    def timeline_view(self) -> TimelineView:
+        return self.query_one("#timeline", TimelineView)
+
+    @property
+    def steps(self) -> CompactionLog:
+        return self.query_one("#steps", CompactionLog)
+
+    # --- the core's events --------------------------------------------------------------------------
+
+    def history_changed(self, event: HistoryChanged) -> None:
+        self.tracker.apply(event.changes)
+        self.message_tree.push(event.changes, event.chars)
+        self.gauge.history_changed(event.chars, event.length)
+        if self.views.current == "breakdown":
+            self._paint_breakdown()
+        self.refresh_forecast()
+
+    def step(self, event: CompactionStep) -> None:
+        self.gauge.step(event)
+        self.steps.add_step(event)
+
+    def measured(self, event: ContextMeasured) -> None:
+        self.gauge.measured(event)
+
+    def sampled(self, event: ContextSampled) -> None:
+        self.timeline_view.add_sample(event.sample)
+        self.steps.sampled(event.sample)
+        self.gauge.sampled(event.sample, event.session_cost)
+
+    def turn_started(self) -> None:
+        self.gauge.turn_started()
+
+    def turn_ended(self) -> None:
+        self.gauge.flush()
+        self.refresh_forecast()
+
+    def session_started(self) -> None:
+        """A new or resumed session: no calls, no steps yet (its HistoryChanged brings the history)."""
+        self.gauge.reset()
+        self.steps.reset()
+        self.timeline_view.set_samples([])
+        self.next_count = None
+        self.gauge.flush()
+
+    def set_paused(self, paused: bool) -> None:
+        self.gauge.steering(paused=paused)
+        self.refresh_forecast(debounce=0.0)
+
+    def expect_recompaction(self) -> None:
+        """Say (a Recompaction message) if the next forecast shows the pipeline compacting again."""
+        self._warn_recompaction = True
+
+    # --- the one question to the core ------------------------------------------------------------------
+
+    @work(exclusive=True, group="forecast", exit_on_error=False, description="forecast the next call")
+    async def refresh_forecast(self, debounce: float = FORECAST_DEBOUNCE) -> None:
+        """Ask the core what the next call would be (exclusive: a newer change cancels this one while
+        it waits); nothing comes back while a turn runs."""
+        async for item in self.source.forecast(debounce):
+            if isinstance(item, NextCallPreview):
+                self._show_preview(item)
+            elif isinstance(item, ContextMeasured):
+                self.gauge.measured(item)
+                self.gauge.flush()
+            else:
+                self.next_count = item
+                self.gauge.counted(item)
+                if self.views.current == "breakdown":
+                    self._paint_breakdown()
+
+    def _show_preview(self, preview: NextCallPreview) -> None:
+        self.preview = preview
+        steps = preview.steps
+        self.gauge.steering(paused=preview.paused, preview=preview_summary(steps) if steps else "",
+                            warning=any(step.step == LOSSY for step in steps))
+        self.message_tree.set_marks(preview.pinned, preview.shortened)
+        if self._warn_recompaction:
+            self._warn_recompaction = False
+            if preview.fired and not preview.paused:
+                self.post_message(self.Recompaction(preview.fired))
+
+    @work(exclusive=True, group="window", exit_on_error=False, description="the model's window")
+    async def fetch_window(self) -> None:
+        self.gauge.windowed(await self.source.window())
+
+    # --- the views ----------------------------------------------------------------------------------
+
+    def show_view(self, name: str) -> None:
+        """Switch to `name` (tree, breakdown, timeline)."""
+        self.views.current = name
+        if name == "breakdown":
+            self._paint_breakdown()
+
+    @property
+    def next_view(self) -> str:
+        current = self.views.current if self.views.current in VIEWS else "tree"
+        return VIEWS[(VIEWS.index(current) + 1) % len(VIEWS)]
+
+    def _paint_breakdown(self) -> None:
+        found = self.next_count
+        self.breakdown_view.follow(
+            self.tracker, tokens=found.tokens if found is not None else None,
+            exact=found is not None and found.exact, request_extra=self.start.request_extra,
+        )
+
+    def select_message(self, index: int, block: int | None) -> None:
+        """Show the tree with its cursor on message `index` (and its block, expanded)."""
+        self.show_view("tree")
+        self.call_after_refresh(self.message_tree.select_entry, index, block)
+
+    # --- opening what a node or a log line points at -----------------------------------------------------
+
+    @on(MessageTree.OpenMarker)
+    async def _open_marker(self, event: MessageTree.OpenMarker) -> None:
+        await self.opener.open_marker(event.info)
+
+    @on(MessageTree.OpenBlock)
+    async def _open_block(self, event: MessageTree.OpenBlock) -> None:
+        await self.opener.open_block(event.info)
+
+    @on(MessageTree.Untrusted)
+    def _untrusted(self, event: MessageTree.Untrusted) -> None:
+        self.opener.untrusted(event.info)
+
+    @on(CompactionLog.OpenFile)
+    async def _open_step_file(self, event: CompactionLog.OpenFile) -> None:
+        await self.opener.open_step_file(event.step, event.path)
+
+    @on(BreakdownView.Selected)
+    def _breakdown_selected(self, event: BreakdownView.Selected) -> None:
+        if event.message is not None:
+            self.select_message(event.message, event.block)
+
+    def summary_of(self, transcript: str) -> str | None:
+        """The summary now in context that replaced `transcript`, from the tree's own copy of the history."""
+        summary = None
+        for message, _ in self.message_tree.entries:
+            content = message.get("content")
+            texts = [content] if isinstance(content, str) else [
+                block.get("text") for block in content or [] if isinstance(block, dict)
+            ]
+            for text in texts:
+                marker = parse_marker(text)
+                if marker is not None and marker.summary is not None and marker.path == transcript:
+                    summary = marker.summary
+        return summary
+
+    def _request_restore(self, path: str) -> None:
+        self.post_message(self.RestoreRequested(path))
+
+
+def request_extra(system_prompt: str, tool_schemas: Sequence[Any]) -> dict[str, int]:
+    """The characters a request carries beside the history, for the breakdown's request line."""
+    return {"system": len(system_prompt),
+            "tools": len(json.dumps(list(tool_schemas), default=str, ensure_ascii=False))}
