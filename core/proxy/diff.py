@@ -1,0 +1,204 @@
+"""What changed between two requests of one conversation: messages added, removed, changed, as splices.
+
+Messages are compared by content with their `cache_control` marks left out (clients move the
+cache breakpoint to the newest message on every call; that moves no content), then aligned with a
+longest-matching-blocks diff, so one edited message in the middle of a long history is one change,
+not "everything after it removed and added again". A message whose content is the same but whose
+cache marks moved is its own class (`remarked`), so it does not read as an edit.
+
+The splices are exact: applying them in order to the previous request's messages gives the new
+request's messages (the same contract as `HistoryChanged.changes`). Messages that are equal,
+marks included, are the previous request's own objects in the result (`interned`), so a view that
+keeps the previous list can apply the splices and a long session's calls share their messages in
+memory.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.events import HistoryChanged, Splice
+from core.history import estimate_chars
+
+Message = dict[str, Any]
+
+
+def without_cache_marks(value: Any) -> Any:
+    """`value` with every `cache_control` key removed, at any depth (a copy; the input is not changed)."""
+    if isinstance(value, dict):
+        return {key: without_cache_marks(item) for key, item in value.items() if key != "cache_control"}
+    if isinstance(value, list):
+        return [without_cache_marks(item) for item in value]
+    return value
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def digest(value: Any, *, marks: bool = False) -> str:
+    """A short content digest of a JSON value (cache marks left out unless `marks`)."""
+    text = _canonical(value if marks else without_cache_marks(value))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class MessageKeys:
+    """Per message, its content digest without and with cache marks (what the next diff compares)."""
+
+    loose: tuple[str, ...] = ()
+    exact: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, messages: Sequence[Any]) -> MessageKeys:
+        return cls(tuple(digest(message) for message in messages),
+                   tuple(digest(message, marks=True) for message in messages))
+
+
+@dataclass(frozen=True)
+class RequestDiff:
+    """How a request differs from the previous request of its conversation.
+
+    `previous` is the previous call's id (None for a conversation's first call, and then every
+    message counts as added). `changes` turn the previous messages into these (exact splices).
+    `added` and `remarked` are indexes in this request; `removed` indexes in the previous one;
+    `changed` pairs (previous index, index here) of messages edited in place.
+    `first_change` is the first place, in the prompt cache's order (tools, system, messages), where
+    this request differs from a prefix of the previous one: "tools", "system", "messages.K", or None
+    when the previous request is a prefix of this one (only messages were appended).
+    """
+
+    previous: str | None = None
+    changes: tuple[Splice, ...] = ()
+    added: tuple[int, ...] = ()
+    removed: tuple[int, ...] = ()
+    changed: tuple[tuple[int, int], ...] = ()
+    remarked: tuple[int, ...] = ()
+    system_changed: bool = False
+    tools_changed: bool = False
+    model_changed: bool = False
+    first_change: str | None = None
+    compacted: bool = False  # this request opens with a client's compaction summary the previous did not have
+
+    @property
+    def first(self) -> bool:
+        return self.previous is None
+
+    @property
+    def unchanged(self) -> bool:
+        """The same request again (a retry): nothing differs, not even a cache mark."""
+        return (not self.first and not self.changes and not self.system_changed and not self.tools_changed
+                and not self.model_changed)
+
+    def describe(self) -> str:
+        """What changed, in a few words (the end of a `--headless` line)."""
+        if self.first:
+            return f"first call, {len(self.added)} message(s)"
+        if self.unchanged:
+            return "same request again"
+        parts: list[str] = []
+        if self.compacted:
+            parts.append("compacted")
+        if self.model_changed:
+            parts.append("model changed")
+        if self.tools_changed:
+            parts.append("tools changed")
+        if self.system_changed:
+            parts.append("system changed")
+        if self.added:
+            parts.append(f"+{len(self.added)} added")
+        if self.removed:
+            parts.append(f"-{len(self.removed)} removed")
+        if self.changed:
+            parts.append(f"~{len(self.changed)} changed")
+        if self.remarked and not (self.added or self.removed or self.changed):
+            parts.append("cache marks moved")
+        return ", ".join(parts) or "cache marks moved"
+
+    def history_changed(self, messages: Sequence[Any]) -> HistoryChanged:
+        """The diff as the inspector's HistoryChanged event (`messages`: this request's)."""
+        return HistoryChanged(length=len(messages), chars=estimate_chars(messages), changes=self.changes,
+                              reason="proxy")
+
+
+@dataclass
+class _Builder:
+    previous: Sequence[Any]
+    current: list[Any]
+    changes: list[Splice] = field(default_factory=list)
+    added: list[int] = field(default_factory=list)
+    removed: list[int] = field(default_factory=list)
+    changed: list[tuple[int, int]] = field(default_factory=list)
+    remarked: list[int] = field(default_factory=list)
+
+    def splice(self, i1: int, i2: int, j1: int, j2: int) -> None:
+        self.changes.append(Splice(j1, i2 - i1, tuple(self.current[j1:j2])))
+
+
+def diff_messages(previous: Sequence[Any], previous_keys: MessageKeys, current: list[Any],
+                  current_keys: MessageKeys) -> tuple[list[Any], tuple[Splice, ...], dict[str, Any]]:
+    """Align `current` with `previous`: the current list with equal messages interned (the previous
+    objects), the exact splices, and the classification (added, removed, changed, remarked)."""
+    interned = list(current)
+    build = _Builder(previous, interned)
+    matcher = difflib.SequenceMatcher(None, previous_keys.loose, current_keys.loose, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            run_start: int | None = None
+            for offset in range(i2 - i1):
+                i, j = i1 + offset, j1 + offset
+                if previous_keys.exact[i] == current_keys.exact[j]:
+                    interned[j] = previous[i]
+                    if run_start is not None:
+                        build.splice(i1 + run_start, i, j1 + run_start, j)
+                        run_start = None
+                else:
+                    build.remarked.append(j)
+                    run_start = offset if run_start is None else run_start
+            if run_start is not None:
+                build.splice(i1 + run_start, i2, j1 + run_start, j2)
+            continue
+        build.splice(i1, i2, j1, j2)
+        paired = min(i2 - i1, j2 - j1) if tag == "replace" else 0
+        for offset in range(paired):
+            if _role(previous[i1 + offset]) == _role(interned[j1 + offset]):
+                build.changed.append((i1 + offset, j1 + offset))
+            else:
+                build.removed.append(i1 + offset)
+                build.added.append(j1 + offset)
+        build.removed.extend(range(i1 + paired, i2))
+        build.added.extend(range(j1 + paired, j2))
+    changes = tuple(build.changes)  # interned positions are never inside a splice: its messages are new
+    kinds = {"added": tuple(sorted(build.added)), "removed": tuple(sorted(build.removed)),
+             "changed": tuple(build.changed), "remarked": tuple(build.remarked)}
+    return interned, changes, kinds
+
+
+def _role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, dict) else None
+
+
+def first_prefix_change(previous_keys: MessageKeys, current_keys: MessageKeys, *, tools_changed: bool,
+                        system_changed: bool) -> str | None:
+    """Where this request stops extending the previous one, in cache order (tools, system, messages)."""
+    if tools_changed:
+        return "tools"
+    if system_changed:
+        return "system"
+    for index, key in enumerate(previous_keys.loose):
+        if index >= len(current_keys.loose) or current_keys.loose[index] != key:
+            return f"messages.{index}"
+    return None
+
+
+def apply_splices(messages: Sequence[Any], changes: Sequence[Splice]) -> list[Any]:
+    """`messages` with `changes` applied in order (what a view does with a diff)."""
+    result = list(messages)
+    for change in changes:
+        result[change.start:change.start + change.removed] = list(change.added)
+    return result
