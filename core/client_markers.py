@@ -58,15 +58,15 @@ class FoundMarker:
     marker: ClientMarker
 
 
-def client_marker(text: Any) -> ClientMarker | None:
-    """The client marker a text is, or None (plain text)."""
+def client_marker(text: Any, *, in_tool_result: bool = False) -> ClientMarker | None:
+    """The client marker a text is, or None (plain text). A cleared result is one only inside a tool_result."""
     if not isinstance(text, str):
         return None
     if text.startswith(CC_SUMMARY_PREFIX):
         return ClientMarker("compaction_summary", CLAUDE_CODE, summary=text[len(CC_SUMMARY_PREFIX):].strip())
     stripped = text.strip()
     if stripped == CC_CLEARED_RESULT:
-        return ClientMarker("cleared_tool_result", CLAUDE_CODE)
+        return ClientMarker("cleared_tool_result", CLAUDE_CODE) if in_tool_result else None
     if stripped in CC_INTERRUPTED:
         return ClientMarker("interrupted", CLAUDE_CODE)
     return None
@@ -83,7 +83,7 @@ def block_marker(block: Any) -> ClientMarker | None:
         content = block.get("content")
         if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict):
             content = content[0].get("text") if content[0].get("type") == "text" else None
-        marker = client_marker(content)
+        marker = client_marker(content, in_tool_result=True)
         return marker if marker is not None and marker.kind == "cleared_tool_result" else None
     if kind == "compaction":
         content = block.get("content")

@@ -84,7 +84,7 @@ class ProxyServer:
         server = web.Server(self._handle, handler_cancellation=True, access_log=None, auto_decompress=False)
         runner = self._runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=self._shutdown_timeout)
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, shutdown_timeout=self._shutdown_timeout)
+        site = web.TCPSite(runner, self.host, self.port)
         try:
             await site.start()
         except OSError as error:

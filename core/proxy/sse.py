@@ -149,7 +149,9 @@ class _Assembler:
         elif kind == "signature_delta":
             block["signature"] = delta.get("signature", "")
         elif kind == "citations_delta":
-            block.setdefault("citations", []).append(delta.get("citation"))
+            if not isinstance(block.get("citations"), list):
+                block["citations"] = []  # a text block may start with "citations": null
+            block["citations"].append(delta.get("citation"))
         else:  # text_delta, thinking_delta and the like: each string field extends the block's own
             for key, value in delta.items():
                 if key == "type":

@@ -69,6 +69,7 @@ class ExchangeEnd:
 
 
 _STOP = object()
+SUMMARY_LOOKBACK = 50  # calls searched for the reply that wrote a compaction summary
 
 
 @dataclass(frozen=True)
@@ -261,11 +262,23 @@ class Watch:
         if known is not None:
             return known, False, key
         if first is not None and first is (messages[0] if messages else None) and is_compaction_summary(first):
-            for conversation in reversed(self.conversations):
-                if conversation.system_key == system_key:
-                    return conversation, False, key
+            continued = self._compacted_from(_first_text(first), system_key)
+            if continued is not None:
+                return continued, False, key
         label = one_line(_first_text(first), 60) if first is not None else "(no user message)"
         return Conversation(number=len(self.conversations) + 1, key=key, label=label, system_key=system_key), True, key
+
+    def _compacted_from(self, summary: str, system_key: str) -> Conversation | None:
+        """The conversation a compaction summary continues: the one whose recent reply wrote that summary
+        (a client asks the model for it, then opens the new history with it), else the latest
+        conversation with the same system prompt."""
+        for call in reversed(self.calls[-SUMMARY_LOOKBACK:]):
+            lines = [line.strip() for line in _first_text(call.reply).splitlines() if len(line.strip()) >= 30]
+            sample = lines[:5]
+            if sample and sum(line in summary for line in sample) * 2 >= len(sample):
+                return self.conversations[call.conversation - 1]
+        return next((conversation for conversation in reversed(self.conversations)
+                     if conversation.system_key == system_key), None)
 
     def _finish_call(self, call: ProxyCall, end: ExchangeEnd) -> tuple[ProxyCall, str | None]:
         headers = {name.lower(): value for name, value in end.headers}
@@ -321,5 +334,5 @@ def _first_text(message: Any) -> str:
         return content
     if isinstance(content, list):
         texts = [str(block.get("text", "")) for block in content if isinstance(block, dict) and block.get("type") == "text"]
-        return " ".join(texts) if texts else "(no text)"
+        return "\n".join(texts) if texts else "(no text)"
     return ""

@@ -199,7 +199,8 @@ def _json_chars(value: Any) -> int:
 
 
 def _text_category(text: str, default: str) -> str:
-    return "markers" if parse_marker(text) is not None or client_marker(text) is not None else default
+    recognised = parse_marker(text) or client_marker(text, in_tool_result=default == "tool_result")
+    return "markers" if recognised is not None else default
 
 
 def _add_block(counts: dict[str, int], block: dict[str, Any], role_category: str) -> None:
