@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -267,3 +269,29 @@ def test_the_server_refuses_a_host_that_is_not_loopback() -> None:
 
 def test_the_key_used_here_is_not_a_real_one() -> None:
     assert TEST_KEY.startswith("sk-ant-api03-proxy-test")
+
+
+class GzippedReply(Response):
+    """A whole JSON reply sent gzip-compressed, as an upstream may when the client accepts it."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def respond(self, exchange: Exchange) -> None:
+        exchange.send_json_bytes(200, self.data, {"content-encoding": "gzip"})
+
+
+async def test_compressed_bodies_pass_compressed_both_ways(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    message = fixed_reply().message_body({"model": MODEL})
+    packed_reply = gzip.compress(json.dumps(message).encode(), mtime=0)
+    fake_api.script(GzippedReply(packed_reply))
+    packed_request = gzip.compress(json.dumps({"model": MODEL, "max_tokens": 5, "messages": HI}).encode(), mtime=0)
+    async with running_proxy(fake_api.base_url, tmp_path) as proxy, httpx2.AsyncClient() as http:
+        headers = {"content-type": "application/json", "content-encoding": "gzip", "accept-encoding": "gzip"}
+        async with http.stream("POST", f"{proxy.url}/v1/messages", content=packed_request, headers=headers) as reply:
+            received = b"".join([chunk async for chunk in reply.aiter_raw()])
+            encoding = reply.headers["content-encoding"]
+        (call,) = await proxy.finished(1)
+    assert fake_api.requests[0].raw == packed_request, "the request went on compressed, as sent"
+    assert received == packed_reply and encoding == "gzip", "the reply came back compressed, as sent"
+    assert call.messages == HI and call.reply == message, "the recording reads both through their encoding"
