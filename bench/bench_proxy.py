@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -54,8 +54,8 @@ HEADERS = {"x-api-key": "sk-ant-bench-not-a-key", "anthropic-version": "2023-06-
 class TimedStream(Response):
     """A stream of numbered events; the time each is sent is kept in `sent[(stream, n)]`."""
 
-    sent: dict[tuple[str, int], float] = {}
-    lock = threading.Lock()
+    sent: ClassVar[dict[tuple[str, int], float]] = {}
+    lock: ClassVar[threading.Lock] = threading.Lock()
 
     def respond(self, exchange: Exchange) -> None:
         stream = str(exchange.body.get("metadata", {}).get("user_id"))
@@ -173,7 +173,6 @@ async def measure(targets: dict[str, str]) -> None:
 
 def main() -> None:
     with FakeAnthropicServer(default=text_reply("pong")) as fake, tempfile.TemporaryDirectory() as workdir:
-        fake.script(*[TimedStream() for _ in range(0)])
         fake.default = lambda request: TimedStream() if request.get("stream") else text_reply("pong")
         with proxy_process(fake.base_url, "--workdir", workdir) as recording, \
                 proxy_process(fake.base_url, "--no-record") as plain:

@@ -13,8 +13,10 @@ path.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
+from dataclasses import dataclass, field
 
 import aiohttp
 from aiohttp import web
@@ -46,6 +48,7 @@ def error_body(kind: str, message: str) -> bytes:
 
 
 def _json_error(status: int, kind: str, message: str) -> web.Response:
+    """An API-shaped error the proxy answers itself (never recorded: only forwarded exchanges are)."""
     return web.Response(status=status, body=error_body(kind, message), content_type="application/json")
 
 
@@ -127,69 +130,82 @@ class ProxyServer:
 
     async def _forward(self, request: web.BaseRequest, body: bytes, headers_in: list[tuple[str, str]],
                        clock: float, exchange_id: str | None) -> web.StreamResponse:
-        assert self._session is not None
-        url = URL(self.upstream + request.raw_path, encoded=True)
-        capture: list[bytes] | None = [] if exchange_id is not None else None
-        status: int | None = None
-        headers_out: list[tuple[str, str]] = []
-        headers_at = first_at = None
-        outcome: Outcome = "complete"
-        note: str | None = None
+        seen = _Seen(clock, [] if exchange_id is not None else None)
         try:
-            try:
-                upstream = await self._session.request(
-                    request.method, url, headers=forwarded_headers(headers_in), data=body or None,
-                    skip_auto_headers=_NOT_AUTOMATIC, allow_redirects=False)
-            except (TimeoutError, aiohttp.ClientError, OSError) as error:
-                outcome, status = "unreachable", 502
-                note = (f"ctxtui proxy: the upstream {shown_upstream(self.upstream)} cannot be reached: "
-                        f"{_reason(error)}")
-                reply = _json_error(502, "api_error", note)
-                if capture is not None:
-                    capture.append(reply.body if isinstance(reply.body, bytes) else b"")
-                    headers_out = [("Content-Type", "application/json")]
-                return reply
-            headers_at = time.perf_counter() - clock
-            status = upstream.status
-            headers_out = list(upstream.headers.items())
-            try:
-                response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-                for name, value in forwarded_headers(headers_out):
-                    response.headers.add(name, value)
-                if upstream.content_length is not None and "chunked" not in upstream.headers.get(
-                        "Transfer-Encoding", "").lower():
-                    response.content_length = upstream.content_length
-                await response.prepare(request)
-                try:
-                    async for chunk in upstream.content.iter_any():
-                        await response.write(chunk)
-                        if first_at is None:
-                            first_at = time.perf_counter() - clock
-                        if capture is not None:
-                            capture.append(chunk)
-                except (TimeoutError, aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as error:
-                    if isinstance(error, ConnectionResetError) or _client_gone(request):
-                        raise
-                    # The upstream broke off: so must the client's reply (not a clean end it would trust).
-                    outcome, note = "upstream_cut", f"the upstream broke off the reply: {_reason(error)}"
-                    if request.transport is not None:
-                        request.transport.close()
-                    return response
-                await response.write_eof()
-                return response
-            finally:
-                upstream.close()
+            return await self._relay(request, body, headers_in, seen)
         except asyncio.CancelledError:
-            outcome = "stopped" if self._stopping else "client_gone"
-            raise
-        except ConnectionResetError:
-            outcome = "client_gone"
+            seen.outcome = "stopped" if self._stopping else "client_gone"
             raise
         finally:
             if exchange_id is not None and self.watch is not None:
-                timings = Timings(headers_at, first_at, time.perf_counter() - clock)
-                self.watch.finished(ExchangeEnd(exchange_id, status, headers_out, b"".join(capture or ()),
-                                                timings, outcome, note))
+                self.watch.finished(seen.end(exchange_id))
+
+    async def _relay(self, request: web.BaseRequest, body: bytes, headers_in: list[tuple[str, str]],
+                     seen: _Seen) -> web.StreamResponse:
+        """Send the request on and the reply back; what happened is noted in `seen` for the watch."""
+        assert self._session is not None
+        url = URL(self.upstream + request.raw_path, encoded=True)
+        try:
+            upstream = await self._session.request(
+                request.method, url, headers=forwarded_headers(headers_in), data=body or None,
+                skip_auto_headers=_NOT_AUTOMATIC, allow_redirects=False)
+        except (TimeoutError, aiohttp.ClientError, OSError) as error:
+            seen.outcome, seen.status = "unreachable", 502
+            seen.note = f"ctxtui proxy: the upstream {shown_upstream(self.upstream)} cannot be reached: {_reason(error)}"
+            seen.headers = [("Content-Type", "application/json")]
+            data = error_body("api_error", seen.note)
+            seen.keep(data)
+            return web.Response(status=502, body=data, content_type="application/json")
+        with contextlib.closing(upstream):
+            seen.headers_at = time.perf_counter() - seen.clock
+            seen.status, seen.headers = upstream.status, list(upstream.headers.items())
+            response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+            for name, value in forwarded_headers(seen.headers):
+                response.headers.add(name, value)
+            if upstream.content_length is not None and "chunked" not in upstream.headers.get(
+                    "Transfer-Encoding", "").lower():
+                response.content_length = upstream.content_length
+            try:
+                await response.prepare(request)
+                async for chunk in upstream.content.iter_any():
+                    if seen.first_at is None:
+                        seen.first_at = time.perf_counter() - seen.clock
+                    await response.write(chunk)  # before anything else is done with it
+                    seen.keep(chunk)
+                await response.write_eof()
+            except (ConnectionResetError, TimeoutError, aiohttp.ClientPayloadError,
+                    aiohttp.ClientConnectionError) as error:
+                if _client_gone(request):
+                    seen.outcome = "client_gone"  # aiohttp's own end of the response then fails quietly
+                else:
+                    # The upstream broke off: so must the client's reply (not a clean end it would trust).
+                    seen.outcome, seen.note = "upstream_cut", f"the upstream broke off the reply: {_reason(error)}"
+                    if request.transport is not None:
+                        request.transport.close()
+            return response
+
+
+@dataclass
+class _Seen:
+    """What the proxy saw of one exchange, for the watch."""
+
+    clock: float
+    capture: list[bytes] | None
+    status: int | None = None
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    headers_at: float | None = None
+    first_at: float | None = None
+    outcome: Outcome = "complete"
+    note: str | None = None
+
+    def keep(self, chunk: bytes) -> None:
+        if self.capture is not None:
+            self.capture.append(chunk)
+
+    def end(self, exchange_id: str) -> ExchangeEnd:
+        timings = Timings(self.headers_at, self.first_at, time.perf_counter() - self.clock)
+        return ExchangeEnd(exchange_id, self.status, self.headers, b"".join(self.capture or ()), timings,
+                           self.outcome, self.note)
 
 
 def _client_gone(request: web.BaseRequest) -> bool:

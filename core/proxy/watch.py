@@ -210,6 +210,9 @@ class Watch:
             interned, changes, kinds = diff_messages(previous.messages, conversation.latest_keys, messages, keys)
             system_changed = digest(previous.system) != digest(system)
             tools_changed = conversation.tools_key != tools_key
+            # Equal system prompts and tool lists are the previous call's objects: a long session keeps one copy.
+            system = previous.system if system == previous.system else system
+            tools = previous.tools if tools == previous.tools else tools
             diff = RequestDiff(
                 previous=previous.id, changes=changes, system_changed=system_changed, tools_changed=tools_changed,
                 model_changed=previous.model != model,

@@ -77,6 +77,7 @@ async def test_conversations_are_keyed_by_system_prompt_and_first_message(tmp_pa
     assert last.diff.previous == watch.calls[0].id and last.diff.added == (1, 2)
     assert apply_splices(watch.calls[0].messages, last.diff.changes) == last.messages
     assert last.messages[0] is watch.calls[0].messages[0], "calls of a conversation share equal messages"
+    assert last.system is watch.calls[0].system
     assert watch.conversations[0].latest is last
 
 

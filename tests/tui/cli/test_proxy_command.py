@@ -16,7 +16,7 @@ import anthropic
 import pytest
 
 from tests.support.cli import command, ctxtui, env_without_key
-from tests.support.fakeapi import FakeAnthropicServer, text_reply
+from tests.support.fakeapi import FakeAnthropicServer, MessageReply, text_reply
 
 LISTENING = re.compile(r"^listening on http://127\.0\.0\.1:(?P<port>\d+)$")
 
@@ -130,6 +130,7 @@ def test_the_proxy_serves_records_prints_a_line_per_call_and_stops_on_sigterm(
 
 def test_no_record_writes_nothing_and_the_default_says_the_view_is_to_come(
         fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    fake_api.script(text_reply("ok"), MessageReply([{"type": "text", "text": "x" * 300}], chunks=300, delay=0.01))
     with proxy_process("--no-record", "--workdir", str(tmp_path), "--upstream", fake_api.base_url) as proxy:
         match = LISTENING.match(proxy.line())
         assert match is not None
@@ -138,9 +139,14 @@ def test_no_record_writes_nothing_and_the_default_says_the_view_is_to_come(
         client = anthropic.Anthropic(base_url=f"http://127.0.0.1:{match['port']}", api_key="k", max_retries=0)
         client.messages.create(model="claude-sonnet-5-5", max_tokens=20, messages=[{"role": "user", "content": "x"}])
         assert " · #1 · " in proxy.line()
+        with client.messages.create(model="claude-sonnet-5-5", max_tokens=20, stream=True,
+                                    messages=[{"role": "user", "content": "long"}]) as stream:
+            assert next(iter(stream)).type == "message_start"  # then hang up mid-stream
+        assert proxy.line().endswith("client hung up · first call, 1 message(s)")
         client.close()
         proxy.process.send_signal(signal.SIGINT)
         assert proxy.process.wait(20) == 0
         stderr = proxy.process.stderr.read() if proxy.process.stderr else ""
     assert "the live view is not built yet" in stderr
+    assert "Traceback" not in stderr and "Error handling request" not in stderr, stderr
     assert list(tmp_path.iterdir()) == []
