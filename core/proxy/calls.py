@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.client_markers import FoundMarker
-from core.proxy.diff import MessageKeys, RequestDiff
+from core.proxy.diff import RequestDiff
 from core.text import one_line, visible
 from core.usage.prices import Usage
 
@@ -107,8 +107,7 @@ class Conversation:
     system_key: str
     calls: list[str] = field(default_factory=list)  # call ids, oldest first
     latest: ProxyCall | None = None
-    latest_keys: MessageKeys = field(default_factory=MessageKeys)
-    tools_key: str = ""
+    latest_sizes: list[int] = field(default_factory=list)  # message_chars of latest.messages, in order
     aliases: set[str] = field(default_factory=set)  # keys it continued under after a compaction
 
 

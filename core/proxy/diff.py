@@ -41,23 +41,33 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def digest(value: Any, *, marks: bool = False) -> str:
-    """A short content digest of a JSON value (cache marks left out unless `marks`)."""
-    text = _canonical(value if marks else without_cache_marks(value))
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+def digest(value: Any) -> str:
+    """A short content digest of a JSON value, cache marks left out."""
+    return _hash(_canonical(without_cache_marks(value)))
+
+
+def loose_equal(a: Any, b: Any) -> bool:
+    """Equal content, cache marks aside (C-speed `==` first; the copy without marks only when that fails)."""
+    return bool(a == b) or bool(without_cache_marks(a) == without_cache_marks(b))
 
 
 @dataclass(frozen=True)
 class MessageKeys:
-    """Per message, its content digest without and with cache marks (what the next diff compares)."""
+    """Per message, its content digest without and with cache marks (what the full alignment compares)."""
 
     loose: tuple[str, ...] = ()
     exact: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, messages: Sequence[Any]) -> MessageKeys:
-        return cls(tuple(digest(message) for message in messages),
-                   tuple(digest(message, marks=True) for message in messages))
+        exact_texts = [_canonical(message) for message in messages]
+        loose = [_hash(_canonical(without_cache_marks(message))) if '"cache_control"' in text else _hash(text)
+                 for message, text in zip(messages, exact_texts, strict=True)]
+        return cls(tuple(loose), tuple(_hash(text) for text in exact_texts))
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
 @dataclass(frozen=True)
@@ -126,9 +136,55 @@ class RequestDiff:
                               reason="proxy")
 
 
+@dataclass(frozen=True)
+class MessageDiff:
+    """How one list of messages became another (see RequestDiff for the fields' meaning).
+
+    `interned` is the new list with every message equal to a previous one (marks included) replaced
+    by that previous object; `first_change` is the first previous index whose content is not kept at
+    the same place (None: the previous list is a prefix of the new one, cache marks aside).
+    """
+
+    interned: list[Any]
+    changes: tuple[Splice, ...] = ()
+    added: tuple[int, ...] = ()
+    removed: tuple[int, ...] = ()
+    changed: tuple[tuple[int, int], ...] = ()
+    remarked: tuple[int, ...] = ()
+    first_change: int | None = None
+
+
+def diff_messages(previous: Sequence[Any], current: Sequence[Any]) -> MessageDiff:
+    """Align `current` with `previous`.
+
+    The common case, a client appending to its history (and moving its cache mark), is settled with
+    `==` on the dicts, in C, without serialising anything. Anything else (a compaction, an edit, a
+    removal) is aligned in full on content digests.
+    """
+    shared = min(len(previous), len(current))
+    same = 0
+    while same < shared and previous[same] == current[same]:
+        same += 1
+    if len(current) >= len(previous) and all(loose_equal(previous[index], current[index])
+                                             for index in range(same, len(previous))):
+        interned = list(current)
+        interned[:same] = previous[:same]
+        remarked = []
+        for index in range(same, len(previous)):
+            if previous[index] == current[index]:
+                interned[index] = previous[index]
+            else:
+                remarked.append(index)
+        changes = []
+        if remarked or len(current) > len(previous):
+            changes.append(Splice(same, len(previous) - same, tuple(interned[same:])))
+        return MessageDiff(interned, tuple(changes), added=tuple(range(len(previous), len(current))),
+                           remarked=tuple(remarked))
+    return _aligned(previous, MessageKeys.of(previous), list(current), MessageKeys.of(current))
+
+
 @dataclass
 class _Builder:
-    previous: Sequence[Any]
     current: list[Any]
     changes: list[Splice] = field(default_factory=list)
     added: list[int] = field(default_factory=list)
@@ -140,12 +196,11 @@ class _Builder:
         self.changes.append(Splice(j1, i2 - i1, tuple(self.current[j1:j2])))
 
 
-def diff_messages(previous: Sequence[Any], previous_keys: MessageKeys, current: list[Any],
-                  current_keys: MessageKeys) -> tuple[list[Any], tuple[Splice, ...], dict[str, Any]]:
-    """Align `current` with `previous`: the current list with equal messages interned (the previous
-    objects), the exact splices, and the classification (added, removed, changed, remarked)."""
+def _aligned(previous: Sequence[Any], previous_keys: MessageKeys, current: list[Any],
+             current_keys: MessageKeys) -> MessageDiff:
+    """The full alignment: longest matching blocks of content digests, then exact splices."""
     interned = list(current)
-    build = _Builder(previous, interned)
+    build = _Builder(interned)
     matcher = difflib.SequenceMatcher(None, previous_keys.loose, current_keys.loose, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
@@ -173,27 +228,14 @@ def diff_messages(previous: Sequence[Any], previous_keys: MessageKeys, current: 
                 build.added.append(j1 + offset)
         build.removed.extend(range(i1 + paired, i2))
         build.added.extend(range(j1 + paired, j2))
-    changes = tuple(build.changes)  # interned positions are never inside a splice: its messages are new
-    kinds = {"added": tuple(sorted(build.added)), "removed": tuple(sorted(build.removed)),
-             "changed": tuple(build.changed), "remarked": tuple(build.remarked)}
-    return interned, changes, kinds
+    first = next((index for index, key in enumerate(previous_keys.loose)
+                  if index >= len(current_keys.loose) or current_keys.loose[index] != key), None)
+    return MessageDiff(interned, tuple(build.changes), tuple(sorted(build.added)), tuple(sorted(build.removed)),
+                       tuple(build.changed), tuple(build.remarked), first)
 
 
 def _role(message: Any) -> Any:
     return message.get("role") if isinstance(message, dict) else None
-
-
-def first_prefix_change(previous_keys: MessageKeys, current_keys: MessageKeys, *, tools_changed: bool,
-                        system_changed: bool) -> str | None:
-    """Where this request stops extending the previous one, in cache order (tools, system, messages)."""
-    if tools_changed:
-        return "tools"
-    if system_changed:
-        return "system"
-    for index, key in enumerate(previous_keys.loose):
-        if index >= len(current_keys.loose) or current_keys.loose[index] != key:
-            return f"messages.{index}"
-    return None
 
 
 def apply_splices(messages: Sequence[Any], changes: Sequence[Splice]) -> list[Any]:

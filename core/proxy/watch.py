@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from core.client_markers import find_client_markers, is_compaction_summary
-from core.history import estimate_chars
+from core.history.sizes import list_chars, message_chars
 from core.proxy.calls import (
     CallFinished,
     CallStarted,
@@ -30,7 +30,7 @@ from core.proxy.calls import (
     ProxyNotice,
     Timings,
 )
-from core.proxy.diff import MessageKeys, RequestDiff, diff_messages, digest, first_prefix_change
+from core.proxy.diff import RequestDiff, diff_messages, digest, loose_equal
 from core.proxy.http import recorded_request_headers, recorded_response_headers
 from core.proxy.record import RECORD_VERSION, REQUEST, RESPONSE, Recorder, RecordError
 from core.proxy.sse import UndecodableBody, decode_body, read_reply
@@ -80,8 +80,7 @@ class _Placed:
     conversation: Conversation
     new: bool
     keys: tuple[str, ...]
-    message_keys: MessageKeys
-    tools_key: str
+    sizes: list[int]
     secrets: frozenset[str]
     record_error: str | None = None
 
@@ -188,7 +187,7 @@ class Watch:
             if key != conversation.key:
                 conversation.aliases.add(key)
         conversation.calls.append(call.id)
-        conversation.latest, conversation.latest_keys, conversation.tools_key = call, placed.message_keys, placed.tools_key
+        conversation.latest, conversation.latest_sizes = call, placed.sizes
         self._by_id[call.id] = len(self.calls)
         self.calls.append(call)
         self._secrets[call.id] = placed.secrets
@@ -200,36 +199,37 @@ class Watch:
         messages: list[Any] = listed if isinstance(listed, list) else []
         system, tools = body.get("system"), body.get("tools") if isinstance(body.get("tools"), list) else None
         model = body.get("model") if isinstance(body.get("model"), str) else None
-        keys = MessageKeys.of(messages)
         conversation, new, key = self._conversation_for(system, messages)
         previous = conversation.latest
-        tools_key = digest(tools)
         if previous is None:
             interned, diff = list(messages), RequestDiff(added=tuple(range(len(messages))))
         else:
-            interned, changes, kinds = diff_messages(previous.messages, conversation.latest_keys, messages, keys)
-            system_changed = digest(previous.system) != digest(system)
-            tools_changed = conversation.tools_key != tools_key
+            result = diff_messages(previous.messages, messages)
+            interned = result.interned
+            system_changed = not loose_equal(previous.system, system)
+            tools_changed = not loose_equal(previous.tools, tools)
             # Equal system prompts and tool lists are the previous call's objects: a long session keeps one copy.
             system = previous.system if system == previous.system else system
             tools = previous.tools if tools == previous.tools else tools
+            first_change = ("tools" if tools_changed else "system" if system_changed
+                            else None if result.first_change is None else f"messages.{result.first_change}")
             diff = RequestDiff(
-                previous=previous.id, changes=changes, system_changed=system_changed, tools_changed=tools_changed,
-                model_changed=previous.model != model,
-                first_change=first_prefix_change(conversation.latest_keys, keys, tools_changed=tools_changed,
-                                                 system_changed=system_changed),
+                previous=previous.id, changes=result.changes, added=result.added, removed=result.removed,
+                changed=result.changed, remarked=result.remarked, system_changed=system_changed,
+                tools_changed=tools_changed, model_changed=previous.model != model, first_change=first_change,
                 compacted=bool(messages) and is_compaction_summary(messages[0])
                 and not (previous.messages and is_compaction_summary(previous.messages[0])
-                         and digest(previous.messages[0]) == digest(messages[0])),
-                **kinds,
+                         and loose_equal(previous.messages[0], messages[0])),
             )
+        known = dict(zip(map(id, previous.messages), conversation.latest_sizes, strict=False)) if previous else {}
+        sizes = [known.get(id(message)) or message_chars(message) for message in interned]
         user_agent = next((value for name, value in start.headers if name.lower() == "user-agent"), None)
         call = ProxyCall(
             id=start.id, number=len(self.calls) + 1, started=start.started, user_agent=user_agent,
             conversation=conversation.number, conversation_key=conversation.key, turn=len(conversation.calls) + 1,
             model=model, stream=body.get("stream") is True, messages=interned, system=system, tools=tools,
             params={key: value for key, value in body.items() if key not in ("messages", "system", "tools")},
-            chars=estimate_chars(interned), diff=diff, markers=tuple(find_client_markers(interned)),
+            chars=list_chars(sizes, len(sizes)), diff=diff, markers=tuple(find_client_markers(interned)),
             body_error=body_error,
         )
         if self.recorder is not None:
@@ -247,9 +247,9 @@ class Watch:
             try:
                 path = self.recorder.write(start.id, record, start.secrets, first=True)
             except RecordError as error:
-                return _Placed(call, conversation, new, (key,), keys, tools_key, start.secrets, f"not recorded: {error}")
+                return _Placed(call, conversation, new, (key,), sizes, start.secrets, f"not recorded: {error}")
             call = replace(call, record=str(path))
-        return _Placed(call, conversation, new, (key,), keys, tools_key, start.secrets)
+        return _Placed(call, conversation, new, (key,), sizes, start.secrets)
 
     def _conversation_for(self, system: Any, messages: list[Any]) -> tuple[Conversation, bool, str]:
         """The conversation of a request (a new one when its key is new), whether it is new, and the key.

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.proxy.diff import MessageKeys, apply_splices, diff_messages, first_prefix_change
+from core.proxy.diff import MessageDiff, MessageKeys, _aligned, apply_splices, diff_messages
 
 MARK = {"type": "ephemeral"}
 
@@ -28,8 +28,18 @@ def result(tool_id: str, text: str) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": text}]}
 
 
+def kinds(result: MessageDiff) -> dict[str, Any]:
+    return {"added": result.added, "removed": result.removed, "changed": result.changed, "remarked": result.remarked}
+
+
 def diff(previous: list[Any], current: list[Any]) -> tuple[list[Any], Any, dict[str, Any]]:
-    return diff_messages(previous, MessageKeys.of(previous), current, MessageKeys.of(current))
+    result = diff_messages(previous, current)
+    return result.interned, result.changes, kinds(result)
+
+
+def full_alignment(previous: list[Any], current: list[Any]) -> MessageDiff:
+    """The slow path on its own (diff_messages takes it only when the fast one does not fit)."""
+    return _aligned(previous, MessageKeys.of(previous), list(current), MessageKeys.of(current))
 
 
 def test_appended_messages_are_added_and_the_rest_is_shared() -> None:
@@ -58,8 +68,7 @@ def test_one_cleared_result_in_a_long_history_is_one_change() -> None:
     assert kinds["changed"] == ((4, 4),)
     assert kinds["added"] == (len(previous), len(previous) + 1) and not kinds["removed"]
     assert apply_splices(previous, changes) == current
-    keys = MessageKeys.of(previous), MessageKeys.of(current)
-    assert first_prefix_change(*keys, tools_changed=False, system_changed=False) == "messages.4"
+    assert diff_messages(previous, current).first_change == 4
 
 
 def test_a_snip_removes_and_the_prefix_reports_where() -> None:
@@ -68,11 +77,8 @@ def test_a_snip_removes_and_the_prefix_reports_where() -> None:
     _, changes, kinds = diff(previous, copy.deepcopy(current))
     assert kinds["removed"] == (1, 2) and not kinds["added"]
     assert apply_splices(previous, changes) == current
-    keys = MessageKeys.of(previous), MessageKeys.of(current)
-    assert first_prefix_change(*keys, tools_changed=False, system_changed=False) == "messages.1"
-    assert first_prefix_change(*keys, tools_changed=True, system_changed=True) == "tools"
-    appended = MessageKeys.of(previous), MessageKeys.of([*previous, user("f")])
-    assert first_prefix_change(*appended, tools_changed=False, system_changed=False) is None
+    assert diff_messages(previous, current).first_change == 1
+    assert diff_messages(previous, [*previous, user("f")]).first_change is None
 
 
 texts = st.sampled_from(["a", "b", "c", "long " * 5])
@@ -83,13 +89,37 @@ messages = st.builds(lambda role, text, marked: user(text, marked=marked) if rol
 @settings(max_examples=300, deadline=None)
 @given(st.lists(messages, max_size=12), st.lists(messages, max_size=12))
 def test_splices_turn_the_previous_request_into_the_next(previous: list[Any], current: list[Any]) -> None:
-    interned, changes, kinds = diff(previous, current)
-    assert interned == current
-    assert apply_splices(previous, changes) == current
-    assert len(previous) - len(kinds["removed"]) + len(kinds["added"]) == len(current)
-    new_places = {j for change in changes for j in range(change.start, change.start + len(change.added))}
-    for index, message in enumerate(interned):
-        if index not in new_places:
-            assert any(message is old for old in previous), "a message no splice brings is shared, not copied"
-    starts = [change.start for change in changes]
-    assert starts == sorted(starts)
+    for result in (diff_messages(previous, current), full_alignment(previous, current)):
+        assert result.interned == current
+        assert apply_splices(previous, result.changes) == current
+        assert len(previous) - len(result.removed) + len(result.added) == len(current)
+        new_places = {j for change in result.changes for j in range(change.start, change.start + len(change.added))}
+        for index, message in enumerate(result.interned):
+            if index not in new_places:
+                assert any(message is old for old in previous), "a message no splice brings is shared, not copied"
+        starts = [change.start for change in result.changes]
+        assert starts == sorted(starts)
+        for index, message in enumerate(result.interned):
+            if any(message is old for old in previous):
+                continue
+            assert index in new_places
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(messages, max_size=10), st.lists(messages, max_size=4), st.data())
+def test_the_fast_path_agrees_with_the_full_alignment_on_appends(previous: list[Any], appended: list[Any],
+                                                                   data: st.DataObject) -> None:
+    current = [copy.deepcopy(message) for message in previous] + appended
+    if previous and data.draw(st.booleans()):  # the client moved its cache mark off the last message
+        current[len(previous) - 1] = without_marks(current[len(previous) - 1])
+    fast, full = diff_messages(previous, current), full_alignment(previous, current)
+    assert (fast.added, fast.removed, fast.changed, fast.remarked) == (full.added, full.removed, full.changed,
+                                                                       full.remarked)
+    assert fast.first_change is None
+
+
+def without_marks(message: dict[str, Any]) -> dict[str, Any]:
+    from core.proxy.diff import without_cache_marks
+
+    result: dict[str, Any] = without_cache_marks(message)
+    return result
