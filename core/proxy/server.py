@@ -17,6 +17,7 @@ import contextlib
 import json
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -84,7 +85,8 @@ class ProxyServer:
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
             trust_env=not is_loopback_host(upstream_host),  # HTTPS_PROXY and the like, as the SDK honours them
         )
-        server = web.Server(self._handle, handler_cancellation=True, access_log=None, auto_decompress=False)
+        server = web.Server(self._handle, request_factory=_large_requests, handler_cancellation=True, access_log=None,
+                            auto_decompress=False)
         runner = self._runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=self._shutdown_timeout)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)
@@ -206,6 +208,11 @@ class _Seen:
         timings = Timings(self.headers_at, self.first_at, time.perf_counter() - self.clock)
         return ExchangeEnd(exchange_id, self.status, self.headers, b"".join(self.capture or ()), timings,
                            self.outcome, self.note)
+
+
+def _large_requests(message: Any, payload: Any, protocol: Any, writer: Any, task: asyncio.Task[None]) -> web.BaseRequest:
+    """aiohttp's request, allowed a body of up to MAX_REQUEST_BYTES (its default is 1 MiB: too small for an agent)."""
+    return web.BaseRequest(message, payload, protocol, writer, task, task.get_loop(), client_max_size=MAX_REQUEST_BYTES)
 
 
 def _client_gone(request: web.BaseRequest) -> bool:

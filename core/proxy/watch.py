@@ -98,7 +98,7 @@ class Watch:
         self._inbox: asyncio.Queue[Any] = asyncio.Queue()
         self._subscribers: set[asyncio.Queue[Any]] = set()
         self._worker: asyncio.Task[None] | None = None
-        self.record_errors = 0
+        self.problems = 0  # exchanges that could not be read or recorded
 
     # --- the server's side --------------------------------------------------------------------
 
@@ -174,7 +174,7 @@ class Watch:
             except Exception as error:  # untrusted bodies must never stop the watch
                 problem = f"ctxtui proxy: could not read an exchange: {type(error).__name__}: {error}"
             if problem is not None:
-                self.record_errors += 1
+                self.problems += 1
                 self._publish(ProxyNotice(problem))
 
     def _place(self, placed: _Placed) -> None:
@@ -204,23 +204,10 @@ class Watch:
         if previous is None:
             interned, diff = list(messages), RequestDiff(added=tuple(range(len(messages))))
         else:
-            result = diff_messages(previous.messages, messages)
-            interned = result.interned
-            system_changed = not loose_equal(previous.system, system)
-            tools_changed = not loose_equal(previous.tools, tools)
+            interned, diff = _diff(previous, messages, system, tools, model)
             # Equal system prompts and tool lists are the previous call's objects: a long session keeps one copy.
             system = previous.system if system == previous.system else system
             tools = previous.tools if tools == previous.tools else tools
-            first_change = ("tools" if tools_changed else "system" if system_changed
-                            else None if result.first_change is None else f"messages.{result.first_change}")
-            diff = RequestDiff(
-                previous=previous.id, changes=result.changes, added=result.added, removed=result.removed,
-                changed=result.changed, remarked=result.remarked, system_changed=system_changed,
-                tools_changed=tools_changed, model_changed=previous.model != model, first_change=first_change,
-                compacted=bool(messages) and is_compaction_summary(messages[0])
-                and not (previous.messages and is_compaction_summary(previous.messages[0])
-                         and loose_equal(previous.messages[0], messages[0])),
-            )
         known = dict(zip(map(id, previous.messages), conversation.latest_sizes, strict=False)) if previous else {}
         sizes = [known.get(id(message)) or message_chars(message) for message in interned]
         user_agent = next((value for name, value in start.headers if name.lower() == "user-agent"), None)
@@ -233,17 +220,7 @@ class Watch:
             body_error=body_error,
         )
         if self.recorder is not None:
-            record: dict[str, Any] = {
-                "type": REQUEST, "version": RECORD_VERSION, "id": start.id, "started": start.started,
-                "method": start.method, "path": start.path, "upstream": start.upstream, "user_agent": user_agent,
-                "headers": recorded_request_headers(start.headers), "body_bytes": len(start.body),
-                "conversation": conversation.key, "conversation_number": conversation.number,
-                "turn": call.turn,
-            }
-            if body_error is None:
-                record["body"] = body
-            else:
-                record["body_text"], record["body_error"] = text, body_error
+            record = _request_record(start, call, body, body_error, text)
             try:
                 path = self.recorder.write(start.id, record, start.secrets, first=True)
             except RecordError as error:
@@ -254,8 +231,8 @@ class Watch:
     def _conversation_for(self, system: Any, messages: list[Any]) -> tuple[Conversation, bool, str]:
         """The conversation of a request (a new one when its key is new), whether it is new, and the key.
 
-        A request that opens with a client's compaction summary continues the latest conversation
-        with the same system prompt (the compaction replaced its first message, hence its key).
+        A request that opens with a client's compaction summary continues a known conversation (the
+        compaction replaced its first message, hence its key): see `_compacted_from`.
         """
         first = next((message for message in messages if isinstance(message, dict)
                       and message.get("role") == "user"), None)
@@ -312,6 +289,39 @@ class Watch:
             except RecordError as error:
                 return done, f"reply not recorded: {error}"
         return done, None
+
+
+def _diff(previous: ProxyCall, messages: list[Any], system: Any, tools: Any,
+          model: str | None) -> tuple[list[Any], RequestDiff]:
+    """This request against the previous one of its conversation: the interned messages and the diff."""
+    result = diff_messages(previous.messages, messages)
+    system_changed = not loose_equal(previous.system, system)
+    tools_changed = not loose_equal(previous.tools, tools)
+    first_change = ("tools" if tools_changed else "system" if system_changed
+                    else None if result.first_change is None else f"messages.{result.first_change}")
+    opens_compacted = bool(messages) and is_compaction_summary(messages[0])
+    same_opening = bool(previous.messages) and loose_equal(previous.messages[0], messages[0]) if messages else False
+    return result.interned, RequestDiff(
+        previous=previous.id, changes=result.changes, added=result.added, removed=result.removed,
+        changed=result.changed, remarked=result.remarked, system_changed=system_changed, tools_changed=tools_changed,
+        model_changed=previous.model != model, first_change=first_change,
+        compacted=opens_compacted and not same_opening)
+
+
+def _request_record(start: ExchangeStart, call: ProxyCall, body: dict[str, Any], body_error: str | None,
+                    text: str) -> dict[str, Any]:
+    """The `proxy_request` record: the body as the client sent it, an allow-list of headers."""
+    record: dict[str, Any] = {
+        "type": REQUEST, "version": RECORD_VERSION, "id": start.id, "started": start.started,
+        "method": start.method, "path": start.path, "upstream": start.upstream, "user_agent": call.user_agent,
+        "headers": recorded_request_headers(start.headers), "body_bytes": len(start.body),
+        "conversation": call.conversation_key, "conversation_number": call.conversation, "turn": call.turn,
+    }
+    if body_error is None:
+        record["body"] = body
+    else:
+        record["body_text"], record["body_error"] = text, body_error
+    return record
 
 
 def _parse_body(start: ExchangeStart) -> tuple[dict[str, Any], str | None, str]:

@@ -295,3 +295,13 @@ async def test_compressed_bodies_pass_compressed_both_ways(fake_api: FakeAnthrop
     assert fake_api.requests[0].raw == packed_request, "the request went on compressed, as sent"
     assert received == packed_reply and encoding == "gzip", "the reply came back compressed, as sent"
     assert call.messages == HI and call.reply == message, "the recording reads both through their encoding"
+
+
+async def test_a_request_of_several_megabytes_passes_whole(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    big = [{"role": "user", "content": "a long file:\n" + "line of code ✓\n" * 250_000}]
+    async with running_proxy(fake_api.base_url, tmp_path) as proxy, sdk_client(proxy.url) as client:
+        reply = await client.messages.create(model=MODEL, max_tokens=5, messages=big)  # type: ignore[arg-type]
+        (call,) = await proxy.finished(1)
+    assert reply.content[0].text == "ok"  # type: ignore[union-attr]
+    assert len(fake_api.requests[0].raw) > 3_000_000
+    assert call.messages == big and call.chars > 3_000_000
