@@ -177,8 +177,9 @@ def main() -> None:
         with proxy_process(fake.base_url, "--workdir", workdir) as recording, \
                 proxy_process(fake.base_url, "--no-record") as plain:
             targets = {"direct": fake.base_url, "proxy (recording)": recording, "proxy (--no-record)": plain}
+            load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
             print(f"ctxtui proxy vs direct, loopback fake upstream; python {sys.version.split()[0]}, "
-                  f"{os.cpu_count()} cores\n")
+                  f"{os.cpu_count()} cores, load average {load} (other work on the machine shows in every row)\n")
             asyncio.run(measure(targets))
             records = len(list((Path(workdir) / ".ctxtui" / "proxy").glob("*.jsonl")))
             print(f"(the recording proxy wrote {records} record files)")
