@@ -1,8 +1,9 @@
 """`ctxtui inspect FILE`: read any history file ctxtui knows, and report what is in it.
 
 Readable files: a ctxtui session `.jsonl` (records), a transcript `.jsonl` (one message per line),
-a `.json` list of messages, a `.json` request body (`messages`, `system`, `tools`), and a Claude
-Code session `.jsonl` (core/sessions/claude_code.py). The report gives the totals (messages, chars as
+a `.json` list of messages, a `.json` request body (`messages`, `system`, `tools`), a Claude
+Code session `.jsonl` (core/sessions/claude_code.py), and a `ctxtui proxy` recording `.jsonl`
+(core/proxy/record.py: the latest request's messages are the history, its system and tools counted). The report gives the totals (messages, chars as
 `estimate_chars`, tiktoken tokens), the characters by category (values that add up exactly to the
 total), and a dry run of the compaction pipeline under the given settings: which steps would fire,
 before -> after. The dry run never writes into the file's workdir and never calls a model.
@@ -17,16 +18,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from core.client_markers import block_marker, client_marker, find_client_markers
 from core.compaction import CompactionSettings
 from core.events import CompactionStep
 from core.history import estimate_chars
 from core.history.messages import current_request
 from core.markers import parse_marker
+from core.proxy.record import is_proxy_record, read_proxy_file
 from core.sessions.claude_code import looks_like_claude_code, read_claude_code, read_records
 from core.sessions.log import SessionLog, valid_message
 
 Message = dict[str, Any]
-FileKind = Literal["session", "transcript", "messages", "request", "claude-code"]
+FileKind = Literal["session", "transcript", "messages", "request", "claude-code", "proxy"]
 
 CATEGORIES = ("user", "assistant", "tool_use", "tool_result", "markers", "overhead")
 
@@ -49,6 +52,7 @@ class Inspected:
     workdir: Path | None = None  # where archive paths in markers resolve
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
+    proxy: dict[str, Any] | None = None  # a proxy recording: the latest exchange's figures
 
 
 
@@ -110,6 +114,8 @@ def _load_jsonl(path: Path) -> Inspected:
         workdir = replay.meta.get("workdir")
         root = Path(workdir) if isinstance(workdir, str) else path.parent.parent.parent
         return Inspected(path, "session", replay.messages, workdir=root, skipped=replay.skipped)
+    if is_proxy_record(first):
+        return _load_proxy(path)
     if looks_like_claude_code(first) or _any_claude_code(path):
         session = read_claude_code(path)
         notes = []
@@ -127,6 +133,38 @@ def _load_jsonl(path: Path) -> Inspected:
         raise InspectError(f"{path}: not a ctxtui session or transcript, nor a Claude Code session")
     workdir = path.parent.parent if path.parent.name == ".transcripts" else path.parent
     return Inspected(path, "transcript", messages, workdir=workdir, skipped=skipped)
+
+
+def _load_proxy(path: Path) -> Inspected:
+    """A `ctxtui proxy` recording: the latest request with a JSON body is the history."""
+    records, skipped = read_records(path)
+    recording = read_proxy_file(records)
+    exchanges = [exchange for exchange in recording.exchanges
+                 if isinstance(exchange.body.get("messages"), list)]
+    if not exchanges:
+        raise InspectError(f"{path}: a proxy recording without a request that has messages")
+    latest = exchanges[-1]
+    body = latest.body
+    messages = [message for message in body["messages"] if valid_message(message)]
+    dropped = len(body["messages"]) - len(messages)
+    notes = [f"proxy recording: {len(recording.exchanges)} exchange(s); the latest request is shown"]
+    if dropped:
+        notes.append(f"{dropped} message(s) of the request are not of a valid shape and are left out")
+    response = latest.response or {}
+    recorded_reply = response.get("reply")
+    reply: dict[str, Any] = recorded_reply if isinstance(recorded_reply, dict) else {}
+    proxy = {
+        "exchanges": len(recording.exchanges), "id": latest.id, "model": body.get("model"),
+        "user_agent": latest.request.get("user_agent"), "stream": body.get("stream") is True,
+        "status": response.get("status"), "outcome": response.get("outcome", "no reply recorded"),
+        "stop_reason": reply.get("stop_reason"), "usage": response.get("usage"), "cost": response.get("cost"),
+        "timings": response.get("timings"), "error": response.get("error"),
+        "params": sorted(key for key in body if key not in ("messages", "system", "tools")),
+    }
+    tools = body.get("tools")
+    return Inspected(path, "proxy", messages, system=body.get("system"),
+                     tools=tools if isinstance(tools, list) else None, workdir=path.parent,
+                     skipped=skipped + recording.skipped + dropped, notes=notes, proxy=proxy)
 
 
 def _any_claude_code(path: Path, lines: int = 50) -> bool:
@@ -156,7 +194,8 @@ def _json_chars(value: Any) -> int:
 
 
 def _text_category(text: str, default: str) -> str:
-    return "markers" if parse_marker(text) is not None else default
+    recognised = parse_marker(text) or client_marker(text, in_tool_result=default == "tool_result")
+    return "markers" if recognised is not None else default
 
 
 def _add_block(counts: dict[str, int], block: dict[str, Any], role_category: str) -> None:
@@ -178,6 +217,8 @@ def _add_block(counts: dict[str, int], block: dict[str, Any], role_category: str
             for inner in content:
                 if isinstance(inner, dict):
                     _add_block(counts, inner, "tool_result")
+    elif kind == "compaction" and block_marker(block) is not None and isinstance(block.get("content"), str):
+        counts["markers"] += _string_chars(block["content"])  # the API's server-side compaction summary
     elif kind == "image" and isinstance(block.get("source"), dict):
         data = block["source"].get("data")
         if isinstance(data, str):
@@ -246,13 +287,14 @@ async def report(inspected: Inspected, settings: CompactionSettings) -> dict[str
     counts = breakdown(messages)
     message_chars = estimate_chars(messages)
     total = message_chars
-    if inspected.kind == "request":
+    with_prompt = inspected.kind in ("request", "proxy")
+    if with_prompt:
         counts["system"] = _json_chars(inspected.system) if inspected.system is not None else 0
         counts["tools"] = _json_chars(inspected.tools) if inspected.tools is not None else 0
         total += counts["system"] + counts["tools"]
     counter = TokenCounter()
     tokens = await counter.count_async(messages)
-    if inspected.kind == "request":
+    if with_prompt:
         extra = [item for item in (inspected.system, inspected.tools) if item is not None]
         tokens += sum(counter.count_text(json.dumps(item, default=str, ensure_ascii=False)) for item in extra)
     run = await dry_run(messages, current_request(messages), settings)
@@ -269,6 +311,9 @@ async def report(inspected: Inspected, settings: CompactionSettings) -> dict[str
         "summary": inspected.summary,
         "skipped_records": inspected.skipped,
         "notes": inspected.notes,
+        "client_markers": [{"where": found.where, "kind": found.marker.kind, "client": found.marker.client}
+                           for found in find_client_markers(messages)],
+        "proxy": inspected.proxy,
         "limit": settings.context_char_limit,
         "settings": asdict(settings),
         "dry_run": {
@@ -298,6 +343,13 @@ def report_text(data: dict[str, Any]) -> str:
     lines.extend(data["notes"])
     if data["skipped_records"]:
         lines.append(f"{data['skipped_records']} records skipped (cut or not of a valid shape)")
+    lines.extend(_proxy_lines(data.get("proxy")))
+    markers = data.get("client_markers") or []
+    if markers:
+        lines.append(f"client markers: {len(markers)}")
+        lines.extend(f"  {item['where']:<24} {item['client']} {item['kind']}" for item in markers[:20])
+        if len(markers) > 20:
+            lines.append(f"  ... and {len(markers) - 20} more")
     lines.append("")
     lines.append("breakdown")
     total = max(data["chars"], 1)
@@ -315,3 +367,19 @@ def report_text(data: dict[str, Any]) -> str:
         lines.append(f"  {'compact_history':<20} would run next: still above the limit (it needs the model; "
                      "not called in a dry run)")
     return "\n".join(lines) + "\n"
+
+
+def _proxy_lines(proxy: dict[str, Any] | None) -> list[str]:
+    """The latest exchange of a proxy recording, in a few lines."""
+    if not proxy:
+        return []
+    usage = proxy.get("usage") if isinstance(proxy.get("usage"), dict) else {}
+    lines = [f"call {proxy['id']}: {proxy.get('model')} · status {proxy.get('status')} · {proxy.get('outcome')}"
+             f" · client {proxy.get('user_agent') or '-'}"]
+    if usage:
+        lines.append(f"usage: input {usage.get('input_tokens', 0):,} · cache read {usage.get('cache_read_input_tokens') or 0:,}"
+                     f" · cache write {usage.get('cache_creation_input_tokens') or 0:,} · output {usage.get('output_tokens', 0):,}"
+                     + (f" · ${proxy['cost']:.4f}" if isinstance(proxy.get("cost"), int | float) else ""))
+    if proxy.get("params"):
+        lines.append("request fields: " + ", ".join(str(name) for name in proxy["params"]))
+    return lines

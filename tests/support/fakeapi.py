@@ -116,6 +116,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # names lower-cased
     body: Any  # parsed JSON, or the raw text when the body was not JSON (None when empty)
+    raw: bytes = b""  # the body's bytes exactly as they arrived
 
     @property
     def api_key(self) -> str | None:
@@ -733,11 +734,11 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, fake: FakeAnthropicServer) -> None:
+    def __init__(self, fake: FakeAnthropicServer, port: int = 0) -> None:
         self.fake = fake
         self._open: set[socket.socket] = set()
         self._open_lock = threading.Lock()
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", port), _Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._open_lock:
@@ -779,23 +780,25 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def _read_body(self) -> Any:
+    def _read_body(self) -> tuple[Any, bytes]:
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
         if not raw:
-            return None
+            return None, raw
         text = raw.decode("utf-8", errors="replace")
         try:
-            return json.loads(text)
+            return json.loads(text), raw
         except ValueError:
-            return text
+            return text, raw
 
     def _record(self) -> RecordedRequest:
+        body, raw = self._read_body()
         request = RecordedRequest(
             method=self.command,
             path=self.path,
             headers={name.lower(): value for name, value in self.headers.items()},
-            body=self._read_body(),
+            body=body,
+            raw=raw,
         )
         self.server.fake._record(request)
         return request
@@ -875,8 +878,10 @@ CountItem = int | Response | Callable[[JSONDict], "int | Response"]
 class FakeAnthropicServer:
     """A scripted Anthropic Messages API on 127.0.0.1, served from a background thread."""
 
-    def __init__(self, default: ScriptItem | None = None) -> None:
+    def __init__(self, default: ScriptItem | None = None, *, port: int = 0) -> None:
+        """`port` 0 picks a free port; another binds that one (a test that brings a server back where it was)."""
         self.default: ScriptItem = default if default is not None else text_reply("ok")
+        self._port = port
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._queue: deque[ScriptItem] = deque()
@@ -897,7 +902,7 @@ class FakeAnthropicServer:
         if self._httpd is not None:
             return self
         self._stopping.clear()
-        self._httpd = _HTTPServer(self)
+        self._httpd = _HTTPServer(self, self._port)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fakeapi", daemon=True
         )

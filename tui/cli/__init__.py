@@ -18,6 +18,7 @@ from typing import Any
 
 from core import __version__
 from core.text import visible
+from tui.cli.proxy import add_proxy_parser
 from tui.startup import pause_collector, resume_collector
 
 EXIT_OK = 0
@@ -37,6 +38,7 @@ COMMANDS_HELP = """commands:
   ctxtui sessions               this workdir's sessions, newest first (ids for --resume ID)
   ctxtui config                 the effective settings as TOML, each with its source
   ctxtui inspect FILE --report  totals, breakdown and a dry run of the pipeline for a history file
+  ctxtui proxy [--port P]       watch any Messages-API client: a loopback proxy that records each call
 """
 
 
@@ -96,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=8000, help="--serve: the port (default 8000)")
     parser.add_argument("-v", "--verbose", action="store_true", help="headless: also print tool calls and notices on stderr")
     parser.add_argument("--version", action="version", version=f"ctxtui {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="{sessions,config,inspect}")
+    commands = parser.add_subparsers(dest="command", metavar="{sessions,config,inspect,proxy}")
     sessions = commands.add_parser("sessions", help="list this workdir's sessions, newest first")
     _common(sessions, suppress=True)
     config = commands.add_parser("config", help="print the effective settings as TOML with their sources")
@@ -105,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("file", type=Path, help="a .jsonl session or transcript, or a .json list of messages / request body")
     inspect.add_argument("--report", action="store_true", help="print totals, breakdown and the dry run instead of opening the read-only inspector")
     _common(inspect, suppress=True)
+    add_proxy_parser(commands)
     return parser
 
 
@@ -289,6 +292,10 @@ def _main(argv: list[str]) -> int:
             return run_config(args)
         if args.command == "inspect":
             return run_inspect(args)
+        if args.command == "proxy":
+            from tui.cli.proxy import run_proxy
+
+            return run_proxy(args)
         if args.prompt is not None and args.demo:
             raise UsageError("--demo runs in the TUI; it cannot be combined with -p")
         if args.prompt is not None and args.serve:

@@ -1,0 +1,11 @@
+"""`ctxtui proxy`: watch any Messages-API client's context by passing its requests through a loopback proxy.
+
+- `server`: the HTTP side (aiohttp): forwards `/v1/...` to the upstream, bytes unchanged.
+- `watch`: turns each `/v1/messages` exchange into a `ProxyCall` and publishes events
+  (`async for event in watch.events()`); records them unless told not to.
+- `calls`: the records a view consumes (ProxyCall, Conversation, CallStarted, CallFinished).
+- `diff`: what changed between two requests of a conversation, as exact splices.
+- `record`: the recording files (`.ctxtui/proxy/<id>.jsonl`) and reading them back.
+- `sse`: the reply rebuilt from the bytes the client got (a JSON body or an SSE stream).
+- `http`: which headers travel, which are recorded, which are secret; loopback checks.
+"""

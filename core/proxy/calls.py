@@ -1,0 +1,144 @@
+"""What the proxy saw, call by call: the records a view (and `--headless`) consumes.
+
+A `ProxyCall` is one `/v1/messages` exchange: the request (its messages, system, tools, model), the
+conversation it belongs to, what changed since that conversation's previous request (a
+`RequestDiff` with exact splices), the client markers in it, and once it ended its status, the
+reply, usage, cost and timings. Calls are immutable: `CallStarted` carries the call as the request
+went out, `CallFinished` the same call completed. `Conversation` groups the calls of one client
+conversation, keyed by its system prompt and first user message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from core.client_markers import FoundMarker
+from core.proxy.diff import RequestDiff
+from core.text import one_line, visible
+from core.usage.prices import Usage
+
+Message = dict[str, Any]
+Outcome = Literal["pending", "complete", "client_gone", "upstream_cut", "unreachable", "stopped"]
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Seconds from the request's arrival to the upstream's headers, its first body byte, and the end."""
+
+    headers: float | None = None
+    first_byte: float | None = None
+    total: float | None = None
+
+
+@dataclass(frozen=True)
+class ProxyCall:
+    """One `/v1/messages` exchange through the proxy.
+
+    `number` counts every call in arrival order; `conversation` numbers conversations in the order
+    they appeared and `turn` counts calls within one. `messages` are the request's (equal messages
+    are the previous request's own objects, see core/proxy/diff.py). Reply fields are None until
+    `outcome` leaves "pending".
+    """
+
+    id: str
+    number: int
+    started: float  # epoch seconds
+    user_agent: str | None
+    conversation: int
+    conversation_key: str
+    turn: int
+    model: str | None
+    stream: bool
+    messages: list[Message]
+    system: Any = None
+    tools: list[Any] | None = None
+    params: dict[str, Any] = field(default_factory=dict)  # every other top-level request field (thinking, ...)
+    chars: int = 0  # estimate_chars(messages)
+    diff: RequestDiff = field(default_factory=RequestDiff)
+    markers: tuple[FoundMarker, ...] = ()
+    body_error: str | None = None  # the body was not a JSON request (it was forwarded as it was)
+    record: str | None = None  # the record file, when recording
+    outcome: Outcome = "pending"
+    status: int | None = None
+    reply: Message | None = None
+    error: dict[str, Any] | None = None  # the API's error object (an error body or an `error` event)
+    usage: Usage | None = None
+    cost: float | None = None
+    timings: Timings = field(default_factory=Timings)
+    complete: bool = False  # the reply ended as the API ends one (message_stop, or a whole JSON body)
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome != "pending"
+
+
+@dataclass(frozen=True)
+class CallStarted:
+    """A `/v1/messages` request went out to the upstream."""
+
+    call: ProxyCall
+
+
+@dataclass(frozen=True)
+class CallFinished:
+    """An exchange ended (answered, failed, or cut): the call with its reply, usage, cost and timings."""
+
+    call: ProxyCall
+
+
+@dataclass(frozen=True)
+class ProxyNotice:
+    """Something about the proxy itself worth saying (a record that could not be written)."""
+
+    message: str
+
+
+ProxyEvent = CallStarted | CallFinished | ProxyNotice
+
+
+@dataclass
+class Conversation:
+    """The calls of one client conversation (a system prompt and a first user message)."""
+
+    number: int
+    key: str
+    label: str  # the first user message, on one line, cut
+    system_key: str
+    calls: list[str] = field(default_factory=list)  # call ids, oldest first
+    latest: ProxyCall | None = None
+    latest_sizes: list[int] = field(default_factory=list)  # message_chars of latest.messages, in order
+    aliases: set[str] = field(default_factory=set)  # keys it continued under after a compaction
+
+
+def describe_call(call: ProxyCall, clock: str | None = None) -> str:
+    """One line per call, as `ctxtui proxy --headless` prints it (safe for a terminal)."""
+    import time
+
+    parts = [clock or time.strftime("%H:%M:%S", time.localtime(call.started)), f"#{call.number}",
+             call.model or "(no model)", f"conv {call.conversation}.{call.turn}", f"{len(call.messages)} msgs"]
+    if call.usage is not None:
+        usage = call.usage
+        parts.append(f"in {usage.input_tokens:,} cache r {usage.cache_read_tokens:,} "
+                     f"w {usage.cache_creation_tokens:,} out {usage.output_tokens:,}")
+    parts.append(f"${call.cost:.4f}" if call.cost is not None else "$?")
+    if call.outcome != "complete" or (call.status or 0) >= 400:
+        parts.append(_failure(call))
+    parts.append(call.diff.describe())
+    return visible(" · ".join(parts))
+
+
+def _failure(call: ProxyCall) -> str:
+    if call.outcome == "unreachable":
+        return "502 upstream unreachable"
+    if call.outcome == "client_gone":
+        return "client hung up"
+    if call.outcome == "upstream_cut":
+        return "upstream cut the reply"
+    if call.outcome == "stopped":
+        return "proxy stopped"
+    error = call.error or {}
+    kind = error.get("type") if isinstance(error, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    text = " ".join(str(part) for part in (call.status, kind, message) if part)
+    return one_line(text, 120) or f"status {call.status}"

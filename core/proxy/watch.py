@@ -1,0 +1,351 @@
+"""The proxy's model of what it saw: exchanges in, `ProxyCall`s out, as an async stream of events.
+
+The server hands over each `/v1/messages` exchange twice, without waiting: when the request goes
+out (`started`) and when it has ended (`finished`). One worker task takes them in that order, so a
+call's diff is always against the request before it in its conversation; the parsing, diffing,
+reassembly and record writing run in a thread, never on the event loop that forwards bytes.
+
+A view consumes `async for event in watch.events()`: first the calls seen so far (each as
+`CallStarted`, then `CallFinished` if it ended), then every new event as it happens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from core.client_markers import find_client_markers, is_compaction_summary
+from core.history.sizes import list_chars, message_chars
+from core.proxy.calls import (
+    CallFinished,
+    CallStarted,
+    Conversation,
+    Outcome,
+    ProxyCall,
+    ProxyEvent,
+    ProxyNotice,
+    Timings,
+)
+from core.proxy.diff import RequestDiff, diff_messages, digest, loose_equal
+from core.proxy.http import recorded_request_headers, recorded_response_headers
+from core.proxy.record import RECORD_VERSION, REQUEST, RESPONSE, Recorder, RecordError
+from core.proxy.sse import UndecodableBody, decode_body, read_reply
+from core.text import one_line
+from core.usage.prices import Usage, price_for
+
+Message = dict[str, Any]
+Headers = Sequence[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class ExchangeStart:
+    """A request as the proxy received it (handed over as soon as it is forwarded)."""
+
+    id: str
+    started: float
+    method: str
+    path: str
+    headers: Headers
+    body: bytes
+    secrets: frozenset[str]
+    upstream: str = ""
+
+
+@dataclass(frozen=True)
+class ExchangeEnd:
+    """How an exchange ended: the status and the reply bytes the client was sent."""
+
+    id: str
+    status: int | None
+    headers: Headers
+    body: bytes
+    timings: Timings
+    outcome: Outcome
+    note: str | None = None  # the proxy's own error text (an unreachable upstream)
+
+
+_STOP = object()
+SUMMARY_LOOKBACK = 50  # calls searched for the reply that wrote a compaction summary
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """A new call and where it goes in the model (computed in a thread, entered on the loop)."""
+
+    call: ProxyCall
+    conversation: Conversation
+    new: bool
+    keys: tuple[str, ...]
+    sizes: list[int]
+    secrets: frozenset[str]
+    record_error: str | None = None
+
+
+class Watch:
+    """Turns exchanges into calls, records them (unless `recorder` is None) and publishes events."""
+
+    def __init__(self, recorder: Recorder | None = None) -> None:
+        self.recorder = recorder
+        self.calls: list[ProxyCall] = []
+        self.conversations: list[Conversation] = []
+        self._by_key: dict[str, Conversation] = {}
+        self._by_id: dict[str, int] = {}  # call id -> index in self.calls
+        self._secrets: dict[str, frozenset[str]] = {}
+        self._inbox: asyncio.Queue[Any] = asyncio.Queue()
+        self._subscribers: set[asyncio.Queue[Any]] = set()
+        self._worker: asyncio.Task[None] | None = None
+        self.problems = 0  # exchanges that could not be read or recorded
+
+    # --- the server's side --------------------------------------------------------------------
+
+    def started(self, start: ExchangeStart) -> None:
+        self._ensure_worker()
+        self._inbox.put_nowait(start)
+
+    def finished(self, end: ExchangeEnd) -> None:
+        self._ensure_worker()
+        self._inbox.put_nowait(end)
+
+    def _ensure_worker(self) -> None:
+        if self._worker is None:
+            self._worker = asyncio.get_running_loop().create_task(self._work(), name="ctxtui-proxy-watch")
+
+    async def aclose(self) -> None:
+        """Finish what was handed over (records included), then end every subscriber's stream."""
+        if self._worker is not None:
+            self._inbox.put_nowait(_STOP)
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+            self._worker = None
+        for queue in self._subscribers:
+            queue.put_nowait(_STOP)
+
+    # --- the view's side ----------------------------------------------------------------------
+
+    async def events(self) -> AsyncIterator[ProxyEvent]:
+        """Every call so far, then each event as it happens, until the watch is closed."""
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._subscribers.add(queue)
+        try:
+            for call in list(self.calls):
+                yield CallStarted(call)
+                if call.finished:
+                    yield CallFinished(call)
+            while True:
+                item = await queue.get()
+                if item is _STOP:
+                    return
+                yield item
+        finally:
+            self._subscribers.discard(queue)
+
+    def _publish(self, event: ProxyEvent) -> None:
+        for queue in self._subscribers:
+            queue.put_nowait(event)
+
+    # --- the worker ---------------------------------------------------------------------------
+
+    async def _work(self) -> None:
+        while True:
+            item = await self._inbox.get()
+            if item is _STOP:
+                return
+            try:
+                if isinstance(item, ExchangeStart):
+                    placed = await asyncio.to_thread(self._start_call, item)
+                    self._place(placed)
+                    self._publish(CallStarted(placed.call))
+                    problem = placed.record_error
+                elif item.id in self._by_id:
+                    index = self._by_id[item.id]
+                    done, problem = await asyncio.to_thread(self._finish_call, self.calls[index], item)
+                    self.calls[index] = done
+                    self._secrets.pop(item.id, None)
+                    conversation = self.conversations[done.conversation - 1]
+                    if conversation.latest is not None and conversation.latest.id == done.id:
+                        conversation.latest = done
+                    self._publish(CallFinished(done))
+                else:
+                    problem = None
+            except Exception as error:  # untrusted bodies must never stop the watch
+                problem = f"ctxtui proxy: could not read an exchange: {type(error).__name__}: {error}"
+            if problem is not None:
+                self.problems += 1
+                self._publish(ProxyNotice(problem))
+
+    def _place(self, placed: _Placed) -> None:
+        """Enter a new call into the model (on the loop, so a view never sees half an update)."""
+        call, conversation = placed.call, placed.conversation
+        if placed.new:
+            self.conversations.append(conversation)
+        for key in placed.keys:
+            self._by_key[key] = conversation
+            if key != conversation.key:
+                conversation.aliases.add(key)
+        conversation.calls.append(call.id)
+        conversation.latest, conversation.latest_sizes = call, placed.sizes
+        self._by_id[call.id] = len(self.calls)
+        self.calls.append(call)
+        self._secrets[call.id] = placed.secrets
+
+    # Runs in a thread: reads the model, changes nothing in it (the worker waits meanwhile).
+    def _start_call(self, start: ExchangeStart) -> _Placed:
+        body, body_error, text = _parse_body(start)
+        listed = body.get("messages")
+        messages: list[Any] = listed if isinstance(listed, list) else []
+        system, tools = body.get("system"), body.get("tools") if isinstance(body.get("tools"), list) else None
+        model = body.get("model") if isinstance(body.get("model"), str) else None
+        conversation, new, key = self._conversation_for(system, messages)
+        previous = conversation.latest
+        if previous is None:
+            interned, diff = list(messages), RequestDiff(added=tuple(range(len(messages))))
+        else:
+            interned, diff = _diff(previous, messages, system, tools, model)
+            # Equal system prompts and tool lists are the previous call's objects: a long session keeps one copy.
+            system = previous.system if system == previous.system else system
+            tools = previous.tools if tools == previous.tools else tools
+        known = dict(zip(map(id, previous.messages), conversation.latest_sizes, strict=False)) if previous else {}
+        sizes = [known.get(id(message)) or message_chars(message) for message in interned]
+        user_agent = next((value for name, value in start.headers if name.lower() == "user-agent"), None)
+        call = ProxyCall(
+            id=start.id, number=len(self.calls) + 1, started=start.started, user_agent=user_agent,
+            conversation=conversation.number, conversation_key=conversation.key, turn=len(conversation.calls) + 1,
+            model=model, stream=body.get("stream") is True, messages=interned, system=system, tools=tools,
+            params={key: value for key, value in body.items() if key not in ("messages", "system", "tools")},
+            chars=list_chars(sizes, len(sizes)), diff=diff, markers=tuple(find_client_markers(interned)),
+            body_error=body_error,
+        )
+        if self.recorder is not None:
+            record = _request_record(start, call, body, body_error, text)
+            try:
+                path = self.recorder.write(start.id, record, start.secrets, first=True)
+            except RecordError as error:
+                return _Placed(call, conversation, new, (key,), sizes, start.secrets, f"not recorded: {error}")
+            call = replace(call, record=str(path))
+        return _Placed(call, conversation, new, (key,), sizes, start.secrets)
+
+    def _conversation_for(self, system: Any, messages: list[Any]) -> tuple[Conversation, bool, str]:
+        """The conversation of a request (a new one when its key is new), whether it is new, and the key.
+
+        A request that opens with a client's compaction summary continues a known conversation (the
+        compaction replaced its first message, hence its key): see `_compacted_from`.
+        """
+        first = next((message for message in messages if isinstance(message, dict)
+                      and message.get("role") == "user"), None)
+        system_key = digest(system)
+        key = digest([system, first])[:12]
+        known = self._by_key.get(key)
+        if known is not None:
+            return known, False, key
+        if first is not None and first is (messages[0] if messages else None) and is_compaction_summary(first):
+            continued = self._compacted_from(_first_text(first), system_key)
+            if continued is not None:
+                return continued, False, key
+        label = one_line(_first_text(first), 60) if first is not None else "(no user message)"
+        return Conversation(number=len(self.conversations) + 1, key=key, label=label, system_key=system_key), True, key
+
+    def _compacted_from(self, summary: str, system_key: str) -> Conversation | None:
+        """The conversation a compaction summary continues: the one whose recent reply wrote that summary
+        (a client asks the model for it, then opens the new history with it), else the latest
+        conversation with the same system prompt."""
+        for call in reversed(self.calls[-SUMMARY_LOOKBACK:]):
+            lines = [line.strip() for line in _first_text(call.reply).splitlines() if len(line.strip()) >= 30]
+            sample = lines[:5]
+            if sample and sum(line in summary for line in sample) * 2 >= len(sample):
+                return self.conversations[call.conversation - 1]
+        return next((conversation for conversation in reversed(self.conversations)
+                     if conversation.system_key == system_key), None)
+
+    def _finish_call(self, call: ProxyCall, end: ExchangeEnd) -> tuple[ProxyCall, str | None]:
+        headers = {name.lower(): value for name, value in end.headers}
+        reply = read_reply(end.body, headers.get("content-type"), headers.get("content-encoding"))
+        usage_map = reply.usage
+        usage = Usage.from_mapping(usage_map) if usage_map is not None else None
+        message = reply.message
+        model = message.get("model") if message is not None and isinstance(message.get("model"), str) else call.model
+        price = price_for(model) if model else None
+        cost = price.cost(usage) if price is not None and usage is not None else None
+        error = reply.error
+        if end.note is not None and error is None:
+            error = {"type": "api_error", "message": end.note}
+        done = replace(call, outcome=end.outcome, status=end.status, reply=message, error=error, usage=usage,
+                       cost=cost, timings=end.timings, complete=reply.complete)
+        if self.recorder is not None and call.record is not None:
+            record = {
+                "type": RESPONSE, "id": call.id, "status": end.status, "outcome": end.outcome,
+                "headers": recorded_response_headers(end.headers), "streamed": reply.events > 0,
+                "reply": message, "error": error, "complete": reply.complete, "usage": usage_map,
+                "model": model, "cost": cost, "events": reply.events, "bytes": len(end.body),
+                "timings": {"headers": end.timings.headers, "first_byte": end.timings.first_byte,
+                            "total": end.timings.total},
+                "problems": reply.problems,
+            }
+            try:
+                self.recorder.write(call.id, record, self._secrets.get(call.id, frozenset()), first=False)
+            except RecordError as error:
+                return done, f"reply not recorded: {error}"
+        return done, None
+
+
+def _diff(previous: ProxyCall, messages: list[Any], system: Any, tools: Any,
+          model: str | None) -> tuple[list[Any], RequestDiff]:
+    """This request against the previous one of its conversation: the interned messages and the diff."""
+    result = diff_messages(previous.messages, messages)
+    system_changed = not loose_equal(previous.system, system)
+    tools_changed = not loose_equal(previous.tools, tools)
+    first_change = ("tools" if tools_changed else "system" if system_changed
+                    else None if result.first_change is None else f"messages.{result.first_change}")
+    opens_compacted = bool(messages) and is_compaction_summary(messages[0])
+    same_opening = bool(previous.messages) and loose_equal(previous.messages[0], messages[0]) if messages else False
+    return result.interned, RequestDiff(
+        previous=previous.id, changes=result.changes, added=result.added, removed=result.removed,
+        changed=result.changed, remarked=result.remarked, system_changed=system_changed, tools_changed=tools_changed,
+        model_changed=previous.model != model, first_change=first_change,
+        compacted=opens_compacted and not same_opening)
+
+
+def _request_record(start: ExchangeStart, call: ProxyCall, body: dict[str, Any], body_error: str | None,
+                    text: str) -> dict[str, Any]:
+    """The `proxy_request` record: the body as the client sent it, an allow-list of headers."""
+    record: dict[str, Any] = {
+        "type": REQUEST, "version": RECORD_VERSION, "id": start.id, "started": start.started,
+        "method": start.method, "path": start.path, "upstream": start.upstream, "user_agent": call.user_agent,
+        "headers": recorded_request_headers(start.headers), "body_bytes": len(start.body),
+        "conversation": call.conversation_key, "conversation_number": call.conversation, "turn": call.turn,
+    }
+    if body_error is None:
+        record["body"] = body
+    else:
+        record["body_text"], record["body_error"] = text, body_error
+    return record
+
+
+def _parse_body(start: ExchangeStart) -> tuple[dict[str, Any], str | None, str]:
+    """The request body as a dict, or ({}, why not, its text)."""
+    encoding = next((value for name, value in start.headers if name.lower() == "content-encoding"), None)
+    try:
+        raw = decode_body(start.body, encoding)
+    except UndecodableBody as error:
+        return {}, str(error), ""
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        body = json.loads(text)
+    except ValueError as error:
+        return {}, f"not JSON: {error}", text
+    if not isinstance(body, dict):
+        return {}, "not a JSON object", text
+    return body, None, text
+
+
+def _first_text(message: Any) -> str:
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [str(block.get("text", "")) for block in content if isinstance(block, dict) and block.get("type") == "text"]
+        return "\n".join(texts) if texts else "(no text)"
+    return ""

@@ -1,0 +1,189 @@
+"""The model of what the proxy saw: conversations kept apart, diffs per conversation, events for a view."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any
+
+from core.client_markers import CC_SUMMARY_PREFIX
+from core.proxy.calls import CallFinished, CallStarted, ProxyNotice, Timings, describe_call
+from core.proxy.diff import apply_splices
+from core.proxy.record import Recorder
+from core.proxy.watch import ExchangeEnd, ExchangeStart, Watch
+from tests.support.fakeapi import MessageReply
+from tests.support.proxy import read_record
+
+SYSTEM = [{"type": "text", "text": "You are a coding agent.", "cache_control": {"type": "ephemeral"}}]
+HEADERS = [("User-Agent", "claude-cli/2.1.0"), ("Content-Type", "application/json"), ("x-api-key", "sk-ant-secret-1")]
+
+
+class Driver:
+    """Hands exchanges to a Watch as the server would, with replies from the fake's builders."""
+
+    def __init__(self, watch: Watch) -> None:
+        self.watch = watch
+        self.count = 0
+
+    def call(self, body: dict[str, Any] | bytes, reply: str = "ok", *, usage: dict[str, int] | None = None,
+             status: int = 200) -> str:
+        self.count += 1
+        exchange_id = f"x{self.count:03d}"
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.watch.started(ExchangeStart(exchange_id, 1_000.0 + self.count, "POST", "/v1/messages", HEADERS, raw,
+                                         frozenset({"sk-ant-secret-1"})))
+        parsed = json.loads(raw) if not isinstance(body, bytes) else {}
+        message = MessageReply([{"type": "text", "text": reply}], message_id=f"msg_{self.count}",
+                               input_tokens=(usage or {}).get("input", 100),
+                               output_tokens=(usage or {}).get("output", 10),
+                               cache_read_tokens=(usage or {}).get("read", 0),
+                               cache_creation_tokens=(usage or {}).get("write", 0)).message_body(parsed)
+        self.watch.finished(ExchangeEnd(exchange_id, status, [("content-type", "application/json")],
+                                        json.dumps(message).encode(), Timings(0.01, 0.02, 0.03), "complete"))
+        return exchange_id
+
+
+async def until_finished(watch: Watch, count: int) -> None:
+    done = 0
+    async with aclosing(watch.events()) as events:
+        async for event in events:
+            done += isinstance(event, CallFinished)
+            if done == count:
+                return
+
+
+def body(messages: list[Any], system: Any = SYSTEM, model: str = "claude-sonnet-5-5") -> dict[str, Any]:
+    return {"model": model, "max_tokens": 100, "system": system, "messages": messages}
+
+
+def turn(*texts: str) -> list[Any]:
+    """user, assistant, user, ... with the given texts."""
+    return [{"role": "user" if n % 2 == 0 else "assistant", "content": text} for n, text in enumerate(texts)]
+
+
+async def test_conversations_are_keyed_by_system_prompt_and_first_message(tmp_path: Path) -> None:
+    watch = Watch(Recorder(tmp_path))
+    drive = Driver(watch)
+    drive.call(body(turn("fix the bug")))
+    drive.call(body(turn("fix the bug"), system="another agent"))
+    drive.call(body(turn("write docs")))
+    drive.call(body(turn("fix the bug", "done", "thanks")))
+    await watch.aclose()
+    assert [(call.conversation, call.turn) for call in watch.calls] == [(1, 1), (2, 1), (3, 1), (1, 2)]
+    assert [conversation.label for conversation in watch.conversations] == ["fix the bug", "fix the bug", "write docs"]
+    last = watch.calls[-1]
+    assert last.diff.previous == watch.calls[0].id and last.diff.added == (1, 2)
+    assert apply_splices(watch.calls[0].messages, last.diff.changes) == last.messages
+    assert last.messages[0] is watch.calls[0].messages[0], "calls of a conversation share equal messages"
+    assert last.system is watch.calls[0].system
+    assert watch.conversations[0].latest is last
+
+
+async def test_a_compacted_history_continues_the_conversation_that_wrote_its_summary(tmp_path: Path) -> None:
+    watch = Watch(Recorder(tmp_path))
+    drive = Driver(watch)
+    written = "The bug is in parse(): it fails on empty input.\nNext: add a guard and a test for it."
+    drive.call(body(turn("fix the bug", "reading files", "summarize the conversation")), reply=written)
+    drive.call(body(turn("other work")))  # the latest conversation with the same system prompt
+    summary = f"{CC_SUMMARY_PREFIX} The conversation is summarized below:\n{written}"
+    drive.call(body(turn(summary, "ok", "go on")))
+    await watch.aclose()
+    compacted = watch.calls[-1]
+    assert (compacted.conversation, compacted.turn) == (1, 2)
+    assert compacted.diff.compacted and compacted.diff.describe().startswith("compacted")
+    assert compacted.diff.first_change == "messages.0" and compacted.diff.previous == watch.calls[0].id
+    assert [found.marker.kind for found in compacted.markers] == ["compaction_summary"]
+    assert compacted.conversation_key == watch.conversations[0].key
+    assert len(watch.conversations) == 2 and len(watch.conversations[0].aliases) == 1
+
+
+async def test_a_summary_nobody_wrote_here_continues_the_latest_conversation_of_its_system(tmp_path: Path) -> None:
+    watch = Watch(None)
+    drive = Driver(watch)
+    drive.call(body(turn("fix the bug")))
+    drive.call(body(turn("other work")))
+    drive.call(body(turn("elsewhere"), system="another agent"))
+    drive.call(body(turn(f"{CC_SUMMARY_PREFIX} summary of earlier work", "ok", "go on")))
+    await watch.aclose()
+    assert [call.conversation for call in watch.calls] == [1, 2, 3, 2]
+
+
+async def test_usage_cost_and_the_headless_line(tmp_path: Path) -> None:
+    watch = Watch(Recorder(tmp_path))
+    drive = Driver(watch)
+    drive.call(body(turn("fix the bug")), usage={"input": 1_000, "output": 200, "read": 20_000, "write": 500})
+    drive.call(body(turn("fix the bug", "done", "thanks"), model="claude-unknown-9"))
+    await watch.aclose()
+    priced, unpriced = watch.calls
+    assert priced.usage is not None and priced.usage.cache_read_tokens == 20_000
+    # claude-sonnet-5-5: $2 in, $10 out, $2.50 cache write, $0.10 cache read per million tokens
+    expected = (1_000 * 2.0 + 200 * 10.0 + 500 * 2.50 + 20_000 * 0.10) / 1_000_000
+    assert priced.cost is not None and abs(priced.cost - expected) < 1e-12
+    line = describe_call(priced, clock="12:00:00")
+    assert line == ("12:00:00 · #1 · claude-sonnet-5-5 · conv 1.1 · 1 msgs · in 1,000 cache r 20,000 w 500 out 200"
+                    f" · ${expected:.4f} · first call, 1 message(s)")
+    assert unpriced.cost is None and "$?" in describe_call(unpriced)
+    assert "model changed, +2 added" in describe_call(unpriced)
+
+
+async def test_a_view_that_subscribes_late_gets_every_call_then_the_new_ones(tmp_path: Path) -> None:
+    watch = Watch(None)
+    drive = Driver(watch)
+    drive.call(body(turn("first")))
+    seen: list[tuple[str, int]] = []
+
+    async def view() -> None:
+        async with aclosing(watch.events()) as events:
+            async for event in events:
+                assert isinstance(event, CallStarted | CallFinished)
+                seen.append((type(event).__name__, event.call.number))
+                if len(seen) == 4:
+                    return
+
+    await until_finished(watch, 1)
+    task = asyncio.create_task(view())
+    await asyncio.sleep(0)
+    drive.call(body(turn("second")))
+    await asyncio.wait_for(task, 10)
+    await watch.aclose()
+    assert seen == [("CallStarted", 1), ("CallFinished", 1), ("CallStarted", 2), ("CallFinished", 2)]
+
+
+async def test_a_body_that_is_not_json_is_forwarded_and_recorded_as_text(tmp_path: Path) -> None:
+    watch = Watch(Recorder(tmp_path))
+    Driver(watch).call(b"{not json", status=400)
+    await watch.aclose()
+    (call,) = watch.calls
+    assert call.body_error is not None and call.messages == []
+    request, response = read_record(Path(call.record or ""))
+    assert request["body_text"] == "{not json" and "body" not in request
+    assert response["status"] == 400
+
+
+async def test_a_record_that_cannot_be_written_is_said_and_the_calls_go_on(tmp_path: Path) -> None:
+    (tmp_path / ".ctxtui").mkdir()
+    (tmp_path / ".ctxtui" / "proxy").write_text("a file where the folder should be")
+    watch = Watch(Recorder(tmp_path))
+    notices: list[str] = []
+    finished: list[int] = []
+
+    async def view() -> None:
+        async with aclosing(watch.events()) as events:
+            async for event in events:
+                if isinstance(event, ProxyNotice):
+                    notices.append(event.message)
+                elif isinstance(event, CallFinished):
+                    finished.append(event.call.number)
+
+    task = asyncio.create_task(view())
+    await asyncio.sleep(0)
+    drive = Driver(watch)
+    drive.call(body(turn("one")))
+    drive.call(body(turn("one", "two", "three")))
+    await watch.aclose()
+    await asyncio.wait_for(task, 10)
+    assert finished == [1, 2]
+    assert len(notices) == 2 and all("not recorded" in notice and "proxy" in notice for notice in notices)
+    assert watch.calls[1].diff.added == (1, 2)
