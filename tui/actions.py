@@ -74,7 +74,7 @@ ACTIONS: tuple[Action, ...] = (
            palette="Help: keys and commands", slash="help"),
     Action("sessions", "sessions", "List this workdir's sessions and resume one", key="ctrl+s",
            palette="Sessions: resume one…", slash="sessions", when="idle"),
-    # --- steering (issue 10): the tree's keys p/d/r/u run these on the selected node ---
+    # --- steering: the tree's keys run these on the selected node ---
     Action("pin", "toggle_pin",
            "Pin or unpin a tool result or a user message (the selected one): compaction keeps it byte-exact",
            palette="Pin/unpin the selected tool result or user message", slash="pin", slash_arg="id", when="idle"),
@@ -90,7 +90,7 @@ ACTIONS: tuple[Action, ...] = (
            key="f5", palette="Pause/resume automatic compaction", slash="pause"),
     Action("preview", "preview", "Show what the next call's compaction would do, step by step", key="f4",
            palette="Preview the next compaction", slash="preview", when="idle"),
-    # the inspector's views (issue 9)
+    # --- the inspector's views ---
     Action("next_view", "next_view", "Switch the inspector's view: message tree, breakdown, timeline",
            key="f2", footer="View"),
     Action("show_tree", "show_tree", "Show the message tree in the inspector",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import operator
 import re
 from array import array
-from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -264,7 +263,3 @@ def _finds(text: str, needle: str) -> Iterator[tuple[int, int]]:
     while position >= 0:
         yield position, position + len(needle)
         position = text.find(needle, position + len(needle))
-
-
-def line_of(starts: list[int], offset: int) -> int:
-    return bisect_right(starts, offset) - 1

@@ -25,6 +25,7 @@ from typing import Any
 from core.agent.build import SYSTEM_PROMPT, build_stack
 from core.agent.conversation import Conversation
 from core.agent.keeper import ContextKeeper, SummaryStep
+from core.agent.meter import ContextMeter
 from core.archive import Archive
 from core.compaction.pipeline import Compactor
 from core.compaction.steering import Compaction, SteeringError
@@ -47,14 +48,13 @@ from core.events import (
     TurnFinished,
     TurnStarted,
 )
-from core.history.messages import interrupted_result, text_of, tool_result_ids, user_pin_key
+from core.history.messages import interrupted_result, text_of, user_pin_key
 from core.history.store import History
 from core.history.tokens import TokenCounter
 from core.markers import UNANSWERED_MARK, parse_marker, unanswered
 from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, Retrying, TextChunk
 from core.sessions.log import SessionLog
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput
-from core.usage.counting import count_next_request, model_window
 from core.usage.prices import Window, price_for
 from core.usage.timeline import ContextSample, Timeline, TokenCount
 
@@ -111,12 +111,13 @@ class Agent:
         )
         self.tokens = token_counter or TokenCounter()
         self.system_prompt = system_prompt or SYSTEM_PROMPT.format(workdir=workdir)
+        self.meter = ContextMeter(self.conversation, self.keeper, model, self.tokens, self.system_prompt,
+                                  toolbox.schemas)
         self.max_steps = max_steps
         self.allow_all = self.settings.yes if allow_all is None else allow_all
         """Run tools that need consent without asking (`--yes`)."""
         self.allowed_for_session: set[str] = set()
         """Tools the user allowed for the rest of this session ("session" answers)."""
-        self.last_input_tokens: int | None = None
         self.running = False
         self._announce: Notice | None = None  # said once, at the start of the first turn
         self._timeline = self._new_timeline()
@@ -332,7 +333,7 @@ class Agent:
     async def _record_reply(self, turn: _Turn, response: ModelResponse) -> AsyncGenerator[AgentEvent, None]:
         """Append the complete assistant message; its tool calls become the batch to answer."""
         if response.prompt_tokens:
-            self.last_input_tokens = response.prompt_tokens  # with caching, input_tokens is only the uncached part
+            self.meter.last_input_tokens = response.prompt_tokens  # with caching, input_tokens is only the uncached part
         content = [block for block in response.content if isinstance(block, dict)]
         if not content:
             content = [{"type": "text", "text": "(no reply)"}]
@@ -408,60 +409,28 @@ class Agent:
             self.conversation.record_cancel()
         return repaired
 
-    # --- measuring ------------------------------------------------------------------------------
+    # --- measuring (core/agent/meter.py) -------------------------------------------------------------
+
+    @property
+    def last_input_tokens(self) -> int | None:
+        return self.meter.last_input_tokens
 
     async def measure(self) -> ContextMeasured:
         """The figures of the history as it is now (tokens counted off the event loop)."""
-        tokens: int | None
-        try:
-            tokens = await self.tokens.count_async(self.conversation.history)
-        except Exception:
-            tokens = None
-        return ContextMeasured(
-            chars=self.chars,
-            limit=self.keeper.limit,
-            messages=len(self.conversation.history),
-            tokens=tokens,
-            input_tokens=self.last_input_tokens,
-        )
+        return await self.meter.measure()
 
     async def count_next_request(self, debounce: float = 0.0) -> TokenCount:
         """The size of the next request: exact from the model's count_tokens, else the labelled estimate."""
-        return await count_next_request(
-            self.model, self.tokens, system=self.system_prompt, messages=self.conversation.history,
-            tools=self.toolbox.schemas, debounce=debounce,
-        )
+        return await self.meter.count_next_request(debounce)
 
-    async def forecast(self, debounce: float = 0.0) -> AsyncIterator[Forecast]:
+    def forecast(self, debounce: float = 0.0) -> AsyncIterator[Forecast]:
         """What the next call would be, for a view to show after a change (the one thing a view asks):
-        the preview of the next prepare (writes nothing, calls no model) and the history's figures,
-        when no turn runs (a turn yields its own), then the request's size (exact from count_tokens,
-        else the labelled estimate)."""
-        if debounce > 0:
-            await asyncio.sleep(debounce)
-        if not self.running:
-            preview = await self._preview_marks()
-            if preview is not None:
-                yield preview
-                yield await self.measure()
-        yield await self.count_next_request()
-
-    async def _preview_marks(self) -> NextCallPreview | None:
-        """The next prepare's steps and the results they would shorten (None if a turn began meanwhile)."""
-        steps = await self.keeper.preview(self.conversation.request) if self.auto_compact else []
-        if self.running:
-            return None
-        files = {path for step in steps for path in step.files_written}
-        shortened = frozenset(
-            tool_use_id for message in self.conversation.history if message.get("role") == "user"
-            for tool_use_id in tool_result_ids(message)
-            if self.archive.expected_tool_result_path(tool_use_id) in files
-        ) if files else frozenset()
-        return NextCallPreview(tuple(steps), shortened, self.pinned, not self.auto_compact)
+        its preview and the history's figures (when no turn runs), then the request's size."""
+        return self.meter.forecast(lambda: self.running, debounce)
 
     async def window(self) -> Window:
         """The model's context window: the Models API's figure, else the table, else unknown."""
-        return await model_window(self.model)
+        return await self.meter.window()
 
     # --- steering (DESIGN.md, "Steering"): each refuses while a turn runs -----------------------------
 
@@ -577,7 +546,7 @@ class Agent:
         return changed
 
     def _forget_session_state(self) -> None:
-        self.last_input_tokens = None
+        self.meter.last_input_tokens = None
         self.allowed_for_session.clear()
         self.keeper.reset()
         self._timeline = self._new_timeline()  # cost is per session

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from core.events import Splice
-from core.history.sizes import dumps
+from core.history.sizes import LIST_BRACKETS, SEPARATOR, dumps
 from core.markers import parse_marker
 from core.text import one_line
 
@@ -30,14 +30,12 @@ _INDEX = {name: index for index, name in enumerate(CATEGORIES)}
 USER, ASSISTANT, TOOL_USE, TOOL_RESULT, MARKERS, OVERHEAD = range(len(CATEGORIES))
 
 _PAIR = 2  # ": " between a key and its value
-_SEPARATOR = 2  # ", " between items
-_BRACKETS = 2  # {} or []
 _LABEL_CHARS = 60
 
 
 def _container(count: int) -> int:
     """Brackets and separators of a list or dict with `count` items."""
-    return _BRACKETS + _SEPARATOR * max(count - 1, 0)
+    return LIST_BRACKETS + SEPARATOR * max(count - 1, 0)
 
 
 def _json_len(value: Any) -> int:

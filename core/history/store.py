@@ -22,13 +22,11 @@ from typing import Any, SupportsIndex, overload
 
 from core.events import Splice
 from core.history.messages import splice_between
-from core.history.sizes import list_chars, message_chars
+from core.history.sizes import LIST_BRACKETS, SEPARATOR, list_chars, message_chars
 
 Message = dict[str, Any]
 Measure = Callable[[Message], int]
 
-_LIST_BRACKETS = 2
-_SEPARATOR = 2
 _MERGE_LIMIT = 4_096  # appends merged into one pending splice, at most
 
 
@@ -78,7 +76,7 @@ class History(list[Message]):
     def chars(self) -> int:
         """Exactly `len(json.dumps(self, default=str, ensure_ascii=False))`, in time proportional to the changes."""
         tally = self.tally("chars", message_chars)
-        return _LIST_BRACKETS + tally.total() + _SEPARATOR * max(len(self) - 1, 0)
+        return LIST_BRACKETS + tally.total() + SEPARATOR * max(len(self) - 1, 0)
 
     def sizes(self, start: int, stop: int) -> list[int]:
         """The JSON lengths of the messages `start:stop` (from the tally, nothing re-serialised)."""
@@ -329,7 +327,7 @@ class HistorySizer:
         self._derived = (result, len(result), chars)
 
     def _derived_chars(self, base: Sequence[Message], result: Sequence[Message], changes: Sequence[Splice]) -> int:
-        inner = self.measure(base) - _LIST_BRACKETS - _SEPARATOR * max(len(base) - 1, 0) if base else 0
+        inner = self.measure(base) - LIST_BRACKETS - SEPARATOR * max(len(base) - 1, 0) if base else 0
         offset = 0
         done = 0
         for change in changes:
@@ -341,7 +339,7 @@ class HistorySizer:
             inner += sum(map(message_chars, change.added)) - sum(removed)
             offset += len(change.added) - change.removed
             done = change.start + len(change.added)
-        return _LIST_BRACKETS + inner + _SEPARATOR * max(len(result) - 1, 0)
+        return LIST_BRACKETS + inner + SEPARATOR * max(len(result) - 1, 0)
 
     def forget(self) -> None:
         """Let go of the last derived list (so it holds no message once its step is over)."""

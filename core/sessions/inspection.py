@@ -22,6 +22,7 @@ from core.client_markers import block_marker, client_marker, find_client_markers
 from core.compaction import CompactionSettings
 from core.events import CompactionStep
 from core.history import estimate_chars
+from core.history.categories import CATEGORIES
 from core.history.messages import current_request
 from core.markers import parse_marker
 from core.proxy.record import is_proxy_record, read_proxy_file
@@ -31,7 +32,6 @@ from core.sessions.log import SessionLog, valid_message
 Message = dict[str, Any]
 FileKind = Literal["session", "transcript", "messages", "request", "claude-code", "proxy"]
 
-CATEGORIES = ("user", "assistant", "tool_use", "tool_result", "markers", "overhead")
 
 
 class InspectError(ValueError):
@@ -231,7 +231,7 @@ def breakdown(messages: Sequence[Any]) -> dict[str, int]:
     Text a category owns is counted as it appears in the JSON (escapes included, quotes not);
     tool inputs as their JSON; everything else (keys, quotes, brackets, ids) is `overhead`.
     """
-    counts = dict.fromkeys(CATEGORIES, 0)
+    counts: dict[str, int] = dict.fromkeys(CATEGORIES, 0)
     for message in messages:
         if not isinstance(message, dict):
             continue

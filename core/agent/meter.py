@@ -1,0 +1,84 @@
+"""The context's figures: the history's size and tokens, the next request's size, the model's window.
+
+`forecast` is what a view asks after a change (the one question it asks): the preview of the next
+prepare and the history's figures when no turn runs (a turn yields its own), then the request's size,
+exact from count_tokens when the model can count, else the labelled tiktoken estimate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from core.agent.conversation import Conversation
+from core.agent.keeper import ContextKeeper
+from core.events import ContextMeasured, Forecast, NextCallPreview
+from core.history.messages import tool_result_ids
+from core.history.tokens import TokenCounter
+from core.model.base import Model
+from core.usage.counting import count_next_request, model_window
+from core.usage.prices import Window
+from core.usage.timeline import TokenCount
+
+
+class ContextMeter:
+    """Measures the conversation's context and what the next request will be."""
+
+    def __init__(
+        self, conversation: Conversation, keeper: ContextKeeper, model: Model, tokens: TokenCounter,
+        system_prompt: str, tools: Sequence[dict[str, Any]],
+    ) -> None:
+        self.conversation = conversation
+        self.keeper = keeper
+        self.model = model
+        self.tokens = tokens
+        self.system_prompt = system_prompt
+        self.tools = tools
+        self.last_input_tokens: int | None = None
+        """The API's prompt tokens of the last reply (input, cache reads and writes); None offline."""
+
+    async def measure(self) -> ContextMeasured:
+        """The figures of the history as it is now (tokens counted off the event loop)."""
+        history = self.conversation.history
+        tokens: int | None
+        try:
+            tokens = await self.tokens.count_async(history)
+        except Exception:
+            tokens = None
+        return ContextMeasured(chars=history.chars, limit=self.keeper.limit, messages=len(history), tokens=tokens,
+                               input_tokens=self.last_input_tokens)
+
+    async def count_next_request(self, debounce: float = 0.0) -> TokenCount:
+        """The size of the next request: exact from the model's count_tokens, else the labelled estimate."""
+        return await count_next_request(self.model, self.tokens, system=self.system_prompt,
+                                        messages=self.conversation.history, tools=list(self.tools), debounce=debounce)
+
+    async def window(self) -> Window:
+        """The model's context window: the Models API's figure, else the table, else unknown."""
+        return await model_window(self.model)
+
+    async def forecast(self, busy: Callable[[], bool], debounce: float = 0.0) -> AsyncIterator[Forecast]:
+        """What the next call would be (see the module docstring); `busy` says whether a turn runs."""
+        if debounce > 0:
+            await asyncio.sleep(debounce)
+        if not busy():
+            preview = await self._preview(busy)
+            if preview is not None:
+                yield preview
+                yield await self.measure()
+        yield await self.count_next_request()
+
+    async def _preview(self, busy: Callable[[], bool]) -> NextCallPreview | None:
+        """The next prepare's steps and the results they would shorten (None if a turn began meanwhile)."""
+        keeper = self.keeper
+        steps = await keeper.preview(self.conversation.request) if keeper.auto_compact else []
+        if busy():
+            return None
+        files = {path for step in steps for path in step.files_written}
+        shortened = frozenset(
+            tool_use_id for message in self.conversation.history if message.get("role") == "user"
+            for tool_use_id in tool_result_ids(message)
+            if keeper.archive.expected_tool_result_path(tool_use_id) in files
+        ) if files else frozenset()
+        return NextCallPreview(tuple(steps), shortened, keeper.pinned, not keeper.auto_compact)
