@@ -91,13 +91,18 @@ def freeze_cursors(app: CtxApp) -> None:
         area.cursor_blink = False
 
 
+def asking(app: CtxApp) -> bool:
+    """The inspector's forecast or window worker is still out."""
+    return any(worker.group in ("forecast", "window") and not worker.is_finished for worker in app.workers)
+
+
 def counted(app: CtxApp) -> bool:
-    """The measure and the next request's count (debounced) are in, and the model's window."""
+    """The forecast (the next request's count, the history's figures) is in, and the model's window."""
     return (
         app.gauge.state.count is not None
         and not app.gauge.state.count_stale
         and app.gauge.state.window is not None
-        and not any(worker.group in ("measure", "count", "window") and not worker.is_finished for worker in app.workers)
+        and not asking(app)
     )
 
 
@@ -152,8 +157,9 @@ def test_permission_modal(snap_compare: Any, workdir: Path) -> None:
         await settle(pilot, app)
         await pilot.press(*"run echo hello", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, PermissionScreen))
+        # a turn is waiting for the answer: the count from before it stands (marked stale) until it ends
         await wait_for(pilot, lambda: not app.message_tree.syncing and app.gauge.chars == app.agent.chars
-                       and counted(app))
+                       and app.gauge.state.count is not None and not asking(app))
         app.gauge.flush()
         await pilot.pause(0.1)
 

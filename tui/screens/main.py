@@ -283,6 +283,7 @@ class MainScreen(Screen[None]):
         self._activity = activity
         self.turn_idle.clear()
         self.busy = True
+        self.inspector.turn_began()
 
     def start_compact(self, focus: str | None, summary: str | None = None) -> None:
         """Compact now; `summary`, when given (reviewed), goes in as it is."""
@@ -454,10 +455,6 @@ class MainScreen(Screen[None]):
     @on(ChatInput.Submitted)
     async def _submitted(self, event: ChatInput.Submitted) -> None:
         await self.submit(event.text)
-
-    @on(msg.TurnStarted)
-    def _turn_started(self, message: msg.TurnStarted) -> None:
-        self.inspector.turn_started()
 
     @on(msg.TextDelta)
     async def _text(self, message: msg.TextDelta) -> None:

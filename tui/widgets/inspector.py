@@ -100,6 +100,7 @@ class Inspector(Vertical):
         self.next_count: TokenCount | None = None
         """The last count of the next request (None until counted, and after a reset)."""
         self.preview: NextCallPreview | None = None
+        self._turn = False  # a turn runs: its events carry the figures, the forecast waits for its end
         self._warn_recompaction = False
         self.opener = ArchiveOpener(self, start.archive, self._request_restore, self.summary_of)
 
@@ -163,7 +164,8 @@ class Inspector(Vertical):
         self.gauge.history_changed(event.chars, event.length)
         if self.views.current == "breakdown":
             self._paint_breakdown()
-        self.refresh_forecast()
+        if not self._turn:
+            self.refresh_forecast()
 
     def step(self, event: CompactionStep) -> None:
         self.gauge.step(event)
@@ -177,10 +179,13 @@ class Inspector(Vertical):
         self.steps.sampled(event.sample)
         self.gauge.sampled(event.sample, event.session_cost)
 
-    def turn_started(self) -> None:
+    def turn_began(self) -> None:
+        """A turn (or a compaction) starts: until it ends, the inspector learns from its events only."""
+        self._turn = True
         self.gauge.turn_started()
 
     def turn_ended(self) -> None:
+        self._turn = False
         self.gauge.flush()
         self.refresh_forecast()
 
