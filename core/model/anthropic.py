@@ -158,15 +158,22 @@ class AnthropicModel:
         self, *, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> int | None:
         """The exact input tokens of this request (the API's `count_tokens`); no retries, so a 429
-        comes back at once as ModelError(kind="rate_limit") and the caller falls back to an estimate."""
+        comes back at once as ModelError(kind="rate_limit") and the caller falls back to an estimate.
+
+        An answer that is not a whole number of tokens (null, a string, an object, a negative
+        number) is ModelError too: it is never shown as a count.
+        """
         try:
             result = await (await self.ready_client()).messages.count_tokens(
                 **self.request(system=system, messages=messages, tools=tools)
             )
+            value = getattr(result, "input_tokens", None)
         except Exception as error:
             mapped, _ = self._classify(error, self.max_retries)
             raise mapped from error
-        return int(result.input_tokens)
+        if type(value) is not int or value < 0:
+            raise ModelError(f"count_tokens answered {one_line(repr(value), 60)}, not a token count", "api")
+        return value
 
     async def context_window(self) -> int | None:
         """`max_input_tokens` from the Models API (asked once); None when it cannot say."""
