@@ -47,6 +47,7 @@ from core.events import (
     TurnFinished,
     TurnStarted,
 )
+from core.history.intake import valid_text
 from core.history.messages import interrupted_result, text_of, tool_result_ids, user_pin_key
 from core.history.store import History
 from core.history.tokens import TokenCounter
@@ -199,7 +200,7 @@ class Agent:
             yield ErrorEvent("a turn is already running", "busy")
             return
         self.running = True
-        turn = _Turn(text)
+        turn = _Turn(valid_text(text))  # argv and stdin give undecodable bytes as lone surrogates
         try:
             async with contextlib.aclosing(self._turn(turn)) as events:
                 async for event in events:

@@ -14,6 +14,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from core.history.intake import reply_content, valid_text
 from core.model.base import (
     SUMMARY_SYSTEM_PROMPT,
     ModelError,
@@ -213,7 +214,7 @@ class AnthropicModel:
                         fragment = getattr(event, "text", None) if event.type == "text" else None
                         if fragment:
                             produced = True
-                            yield TextChunk(str(fragment))
+                            yield TextChunk(valid_text(str(fragment)))
                     final = await stream.get_final_message()
                 if not stopped or final.stop_reason is None:
                     # A clean close after half a message is a broken connection, not a reply: its
@@ -225,7 +226,7 @@ class AnthropicModel:
                                 "cache_creation_input_tokens")
                 }
                 yield ModelResponse(
-                    content=[plain_block(block) for block in final.content],
+                    content=reply_content([plain_block(block) for block in final.content], messages),
                     stop_reason=final.stop_reason,
                     usage=usage,
                 )
@@ -278,6 +279,7 @@ class AnthropicModel:
                     str(getattr(block, "text", "")) for block in response.content
                     if getattr(block, "type", None) == "text"
                 ).strip()
+                text = valid_text(text)
                 if not text:
                     raise ModelError("the summary call returned no text", "api")
                 yield text

@@ -39,6 +39,7 @@ from core.archive import make_private_dir as archive_private_dir
 from core.compaction.steering import Compaction
 from core.events import Splice
 from core.history import estimate_chars, pairing_problems
+from core.history.intake import repair_history
 from core.history.messages import repair_pairing
 from core.text import error_line
 
@@ -277,6 +278,9 @@ class SessionLog:
     def replay(path: Path, undo_depth: int = 0) -> Replay:
         """Replay a session file: bad lines and records of the wrong shape are counted and skipped.
 
+        The history comes back fit to send: text valid UTF-8 and tool ids the API accepts
+        (`core.history.intake.repair_history`), whatever wrote the file.
+
         With `undo_depth`, the newest that many compactions come back as undo records (in
         `Replay.compactions`): each one the history before its change and after it.
         """
@@ -325,7 +329,7 @@ class SessionLog:
                 elif kind != "event":
                     replay.skipped += 1
         messages = [message for message in messages if valid_message(message)]
-        replay.messages = repair_pairing(messages)
+        replay.messages = repair_pairing(repair_history(messages))  # sessions written before the repair
         replay.compactions = _usable_undo(undo)
         return replay
 
@@ -352,7 +356,8 @@ def _usable_undo(undo: list[Compaction]) -> list[Compaction]:
     record older than it, is left out: undo goes back newest first, through each in turn)."""
     usable: list[Compaction] = []
     for record in reversed(undo):
-        states = (record.before, record.after)
+        states = (tuple(repair_history(record.before)), tuple(repair_history(record.after)))
+        record = dataclasses.replace(record, before=states[0], after=states[1])
         if not all(all(valid_message(message) for message in state) and not pairing_problems(state)
                    for state in states):
             break

@@ -380,7 +380,7 @@ class MessageReply(Response):
             ]
         elif kind == "tool_use":
             start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-            raw = json.dumps(block.get("input", {}), ensure_ascii=False)
+            raw = _json_bytes(block.get("input", {})).decode()  # the JSON text, escaped where it must be
             # The real API opens with an empty fragment, then streams the JSON text in pieces.
             deltas = [{"type": "input_json_delta", "partial_json": ""}] + [
                 {"type": "input_json_delta", "partial_json": piece}
