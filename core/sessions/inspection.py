@@ -155,14 +155,32 @@ def _json_chars(value: Any) -> int:
     return len(json.dumps(value, default=str, ensure_ascii=False))
 
 
-def _text_category(text: str, default: str) -> str:
-    return "markers" if parse_marker(text) is not None else default
+class _Markers:
+    """Which texts count as markers: those whose path resolves in the archive under the workdir.
+
+    A text that merely looks like a marker (a tool printed it, a file holds it) names no archived
+    file: it is plain text in the category of the block that holds it.
+    """
+
+    def __init__(self, workdir: Path | None) -> None:
+        from core.archive import Archive
+
+        self._archive = Archive(workdir) if workdir is not None else None
+        self._resolved: dict[str, bool] = {}
+
+    def category(self, text: str, default: str) -> str:
+        marker = parse_marker(text) if self._archive is not None else None
+        if marker is None or self._archive is None:
+            return default
+        if marker.path not in self._resolved:
+            self._resolved[marker.path] = self._archive.resolve(marker.path) is not None
+        return "markers" if self._resolved[marker.path] else default
 
 
-def _add_block(counts: dict[str, int], block: dict[str, Any], role_category: str) -> None:
+def _add_block(counts: dict[str, int], block: dict[str, Any], role_category: str, markers: _Markers) -> None:
     kind = block.get("type")
     if kind == "text" and isinstance(block.get("text"), str):
-        counts[_text_category(block["text"], role_category)] += _string_chars(block["text"])
+        counts[markers.category(block["text"], role_category)] += _string_chars(block["text"])
     elif kind == "thinking" and isinstance(block.get("thinking"), str):
         counts["assistant"] += _string_chars(block["thinking"])
     elif kind == "tool_use":
@@ -173,23 +191,26 @@ def _add_block(counts: dict[str, int], block: dict[str, Any], role_category: str
     elif kind == "tool_result":
         content = block.get("content")
         if isinstance(content, str):
-            counts[_text_category(content, "tool_result")] += _string_chars(content)
+            counts[markers.category(content, "tool_result")] += _string_chars(content)
         elif isinstance(content, list):
             for inner in content:
                 if isinstance(inner, dict):
-                    _add_block(counts, inner, "tool_result")
+                    _add_block(counts, inner, "tool_result", markers)
     elif kind == "image" and isinstance(block.get("source"), dict):
         data = block["source"].get("data")
         if isinstance(data, str):
             counts[role_category] += _string_chars(data)
 
 
-def breakdown(messages: Sequence[Any]) -> dict[str, int]:
+def breakdown(messages: Sequence[Any], workdir: Path | None = None) -> dict[str, int]:
     """Characters by category; the values add up exactly to `estimate_chars(messages)`.
 
     Text a category owns is counted as it appears in the JSON (escapes included, quotes not);
-    tool inputs as their JSON; everything else (keys, quotes, brackets, ids) is `overhead`.
+    tool inputs as their JSON; everything else (keys, quotes, brackets, ids) is `overhead`. A
+    marker counts as one only when its path resolves in the archive under `workdir` (none without
+    a workdir); any other text that looks like one is counted where its block belongs.
     """
+    markers = _Markers(workdir)
     counts = dict.fromkeys(CATEGORIES, 0)
     for message in messages:
         if not isinstance(message, dict):
@@ -197,11 +218,11 @@ def breakdown(messages: Sequence[Any]) -> dict[str, int]:
         role_category = "assistant" if message.get("role") == "assistant" else "user"
         content = message.get("content")
         if isinstance(content, str):
-            counts[_text_category(content, role_category)] += _string_chars(content)
+            counts[markers.category(content, role_category)] += _string_chars(content)
         elif isinstance(content, list):
             for block in content:
                 if isinstance(block, dict):
-                    _add_block(counts, block, role_category)
+                    _add_block(counts, block, role_category, markers)
     counts["overhead"] = estimate_chars(messages) - sum(counts[name] for name in CATEGORIES if name != "overhead")
     return counts
 
@@ -243,7 +264,7 @@ async def report(inspected: Inspected, settings: CompactionSettings) -> dict[str
     from core.history.tokens import TokenCounter
 
     messages = inspected.messages
-    counts = breakdown(messages)
+    counts = breakdown(messages, inspected.workdir)
     message_chars = estimate_chars(messages)
     total = message_chars
     if inspected.kind == "request":
