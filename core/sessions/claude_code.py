@@ -17,10 +17,11 @@ before the last compaction boundary is returned apart, as archived.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from core import jsonlines
 
 Message = dict[str, Any]
 
@@ -53,22 +54,15 @@ def is_boundary(record: dict[str, Any]) -> bool:
 
 
 def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """Every JSON object line of the file, and how many lines were not one."""
+    """Every JSON object line of the file, and how many lines were not one (core/jsonlines.py: a
+    regular file only, bounded lines and nesting; raises OSError for anything else)."""
     records: list[dict[str, Any]] = []
     skipped = 0
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                skipped += 1
-                continue
-            if isinstance(record, dict):
-                records.append(record)
-            else:
-                skipped += 1
+    for record in jsonlines.read_records(path, follow_symlinks=True):
+        if isinstance(record, dict):
+            records.append(record)
+        else:
+            skipped += 1
     return records, skipped
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from itertools import islice
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,6 +22,8 @@ from core.compaction import CompactionSettings
 from core.events import CompactionStep
 from core.history import estimate_chars
 from core.history.messages import current_request
+from core import jsonlines
+from core.jsonlines import BadLine, open_regular, parse_json
 from core.markers import parse_marker
 from core.sessions.claude_code import looks_like_claude_code, read_claude_code, read_records
 from core.sessions.log import SessionLog, valid_message
@@ -56,9 +59,15 @@ class Inspected:
 
 
 def load_file(path: Path) -> Inspected:
-    """Read `path` as whatever history file it is; InspectError (one line) when it is none of them."""
-    if not path.is_file():
+    """Read `path` as whatever history file it is; InspectError (one line) when it is none of them.
+
+    Only a regular file is read (a FIFO or a device is refused, core/jsonlines.py), lines and
+    nesting are bounded, and a bad line costs that line only.
+    """
+    if not path.exists():
         raise InspectError(f"{path}: no such file")
+    if not path.is_file():
+        raise InspectError(f"{path}: not a regular file")
     try:
         if path.suffix == ".json":
             return _load_json(path)
@@ -70,10 +79,10 @@ def load_file(path: Path) -> Inspected:
 
 
 def _load_json(path: Path) -> Inspected:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as error:
-        raise InspectError(f"{path}: not valid JSON: {error}") from None
+    with open_regular(path, follow_symlinks=True) as handle:
+        data = parse_json(handle.read().decode("utf-8"))
+    if isinstance(data, BadLine):
+        raise InspectError(f"{path}: not valid JSON: {data.reason}")
     if isinstance(data, list):
         return Inspected(path, "messages", _checked(path, data), workdir=path.parent)
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
@@ -91,13 +100,9 @@ def _checked(path: Path, messages: list[Any]) -> list[Message]:
 
 
 def _first_record(path: Path) -> Any:
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if line.strip():
-                try:
-                    return json.loads(line)
-                except ValueError:
-                    continue
+    for record in jsonlines.read_records(path, follow_symlinks=True):
+        if not isinstance(record, BadLine):
+            return record
     return None
 
 
@@ -106,7 +111,7 @@ def _load_jsonl(path: Path) -> Inspected:
     if first is None:
         raise InspectError(f"{path}: empty, or no line of it is JSON")
     if isinstance(first, dict) and first.get("type") in ("meta", "message", "splice", "replace", "pins", "compaction", "event"):
-        replay = SessionLog.replay(path)
+        replay = SessionLog.replay(path, follow_symlinks=True)
         workdir = replay.meta.get("workdir")
         root = Path(workdir) if isinstance(workdir, str) else path.parent.parent.parent
         return Inspected(path, "session", replay.messages, workdir=root, skipped=replay.skipped)
@@ -131,16 +136,7 @@ def _load_jsonl(path: Path) -> Inspected:
 
 def _any_claude_code(path: Path, lines: int = 50) -> bool:
     """Claude Code files may start with a record that carries no message (a snapshot, a summary)."""
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle):
-            if number >= lines:
-                break
-            try:
-                if looks_like_claude_code(json.loads(line)):
-                    return True
-            except ValueError:
-                continue
-    return False
+    return any(looks_like_claude_code(record) for record in islice(jsonlines.read_records(path, follow_symlinks=True), lines))
 
 
 # --- the breakdown --------------------------------------------------------------------------------
