@@ -101,20 +101,22 @@ def iter_lines(handle: BinaryIO, max_bytes: int | None = None) -> Iterator[bytes
 
 
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """`value` holds containers nested more than `limit` deep (walked without recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
+    """`value` holds containers nested more than `limit` deep (walked level by level, no recursion)."""
+    level = [value] if type(value) in _CONTAINERS else []
+    depth = 0
+    while level:
         if depth >= limit:
             return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+        below: list[Any] = []
+        for item in level:
+            below.extend(child for child in (item.values() if type(item) is dict else item)
+                         if type(child) in _CONTAINERS)
+        level = below
+        depth += 1
     return False
+
+
+_CONTAINERS = (dict, list)
 
 
 def parse_json(text: str | bytes) -> Any:
@@ -125,7 +127,9 @@ def parse_json(text: str | bytes) -> Any:
         return BadLine("nested too deep")
     except ValueError as error:
         return BadLine(f"not JSON ({error.msg if isinstance(error, json.JSONDecodeError) else error})")
-    if too_deep(value):
+    # Only a text with more opening brackets than the bound can nest past it: most lines are not walked.
+    opening = text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
+    if opening > MAX_DEPTH and too_deep(value):
         return BadLine(f"nested more than {MAX_DEPTH} levels deep")
     return value
 
