@@ -8,12 +8,18 @@ replaced before its full text is safe in the archive, and every marker names the
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from core.archive import Archive, ArchiveError
-from core.history.messages import USER_PIN_PREFIX, find_user_message, result_text, tool_result_positions
+from core.history.messages import (
+    USER_PIN_PREFIX,
+    find_user_message,
+    result_text,
+    tool_result_positions,
+    user_pin_key,
+)
 from core.markers import archived_path, parse_marker, placeholder, restored_message
 
 Message = dict[str, Any]
@@ -41,6 +47,32 @@ def pin_target(messages: Sequence[Message], key: str) -> tuple[int, int | None] 
         index = find_user_message(messages, key)
         return None if index is None else (index, None)
     return find_result(messages, key)
+
+
+def pin_targets(messages: Sequence[Message], keys: Iterable[str]) -> dict[str, tuple[int, int | None]]:
+    """`pin_target` of many keys in one pass over the history, newest first: the keys found, each
+    with where it is. Linear in the history and the keys (a resumed session may carry thousands of
+    pins: one `pin_target` each was pins x messages)."""
+    wanted = set(keys)
+    results = {key for key in wanted if not key.startswith(USER_PIN_PREFIX)}
+    users = wanted - results
+    found: dict[str, tuple[int, int | None]] = {}
+    for index in range(len(messages) - 1, -1, -1):
+        if len(found) == len(wanted):
+            break
+        message = messages[index]
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if results and isinstance(content, list):
+            for block_index, block in enumerate(content):
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    tool_use_id = block.get("tool_use_id")
+                    if isinstance(tool_use_id, str) and tool_use_id in results and tool_use_id not in found:
+                        found[tool_use_id] = (index, block_index)
+        if users and (key := user_pin_key(message)) in users and key not in found:
+            found[key] = (index, None)
+    return found
 
 
 def _with_block_content(messages: Sequence[Message], index: int, block_index: int, content: Any) -> list[Message]:
