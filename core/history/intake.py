@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from core.history.sizes import dumps
 from core.text import valid_utf8
@@ -73,7 +73,7 @@ def valid_messages(messages: Sequence[Message]) -> list[Message]:
     return [message if _encodes(message) else valid_value(message) for message in messages]
 
 
-def is_api_tool_id(value: Any) -> bool:
+def is_api_tool_id(value: Any) -> TypeGuard[str]:
     """An id the API accepts back: a non-empty string of ASCII letters, digits, `_` and `-`."""
     return isinstance(value, str) and API_TOOL_ID.fullmatch(value) is not None
 

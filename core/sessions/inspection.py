@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import json
 import tempfile
-from itertools import islice
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
+from core import jsonlines
 from core.compaction import CompactionSettings
 from core.events import CompactionStep
 from core.history import estimate_chars
 from core.history.messages import current_request
-from core import jsonlines
 from core.jsonlines import BadLine, open_regular, parse_json
 from core.markers import parse_marker
 from core.sessions.claude_code import looks_like_claude_code, read_claude_code, read_records

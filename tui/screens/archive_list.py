@@ -23,7 +23,6 @@ from core.archive import ArchivedFile
 from core.text import visible
 from tui.format import plural, size_bytes
 
-
 UNVOUCHED = "not written by ctxtui (or changed since)"
 
 

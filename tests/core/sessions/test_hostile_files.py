@@ -164,7 +164,7 @@ BAD_CREATED = ["NaN", "Infinity", "-Infinity", "1e300", "1e999", str(10**400), "
 def test_a_bad_created_stamp_falls_back_to_the_files_time(tmp_path: Path) -> None:
     folder = tmp_path / ".ctxtui" / "sessions"
     for number, created in enumerate(BAD_CREATED):
-        path = write_session(folder, f"2024010{number}-000000-1-{number:06d}", '{"type": "meta", "created": %s}' % created,
+        path = write_session(folder, f"2024010{number}-000000-1-{number:06d}", '{"type": "meta", "created": ' + created + "}",
                              message(f"request {number}"))
         os.utime(path, (1_700_000_000 + number, 1_700_000_000 + number))
 

@@ -4,6 +4,7 @@ running app (chat, prompt history, inspector)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -126,8 +127,8 @@ async def test_the_picker_shows_sessions_whose_created_stamp_is_not_a_time(tmp_p
     folder = tmp_path / ".ctxtui" / "sessions"
     folder.mkdir(parents=True)
     for number, created in enumerate(("NaN", "Infinity", "1e300")):
-        lines = ['{"type": "meta", "created": %s}' % created,
-                 '{"type": "message", "message": {"role": "user", "content": "stamped %d"}}' % number]
+        lines = ['{"type": "meta", "created": ' + created + "}",
+                 json.dumps({"type": "message", "message": {"role": "user", "content": f"stamped {number}"}})]
         (folder / f"session_2024010{number}-000000-1-00000{number}.jsonl").write_text("\n".join(lines) + "\n")
     agent = Agent.from_settings(Settings(workdir=tmp_path, offline=True))
     app = CtxApp(agent)
