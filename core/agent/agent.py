@@ -111,7 +111,8 @@ class Agent:
             compactor, self.conversation, undo_depth=self.settings.undo_depth, auto_compact=self.settings.auto_compact,
         )
         self.tokens = token_counter or TokenCounter()
-        self.system_prompt = system_prompt or SYSTEM_PROMPT.format(workdir=workdir)
+        # a workdir whose name is not UTF-8 would make every request unencodable
+        self.system_prompt = system_prompt or valid_text(SYSTEM_PROMPT.format(workdir=workdir))
         self.max_steps = max_steps
         self.allow_all = self.settings.yes if allow_all is None else allow_all
         """Run tools that need consent without asking (`--yes`)."""

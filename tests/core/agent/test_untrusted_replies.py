@@ -187,6 +187,21 @@ async def test_a_lone_surrogate_in_the_prompt_is_made_visible_and_the_turn_goes_
     assert anthropic_env.message_requests()[0]["messages"] == [{"role": "user", "content": "name \\xff.txt"}]
 
 
+async def test_a_workdir_whose_name_is_not_utf8_does_not_break_the_requests(
+    anthropic_env: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    workdir = tmp_path / os.fsdecode(b"project-\xff")
+    workdir.mkdir()
+    anthropic_env.script(text_reply("fine"))
+    agent = Agent.from_settings(settings_for(workdir))
+
+    events = await run(agent, "hello")
+    await agent.aclose()
+
+    assert isinstance(events[-1], TurnFinished) and events[-1].error is None
+    assert "project-\\xff" in anthropic_env.message_requests()[0]["system"]
+
+
 def test_replay_makes_an_old_session_valid_utf8(tmp_path: Path) -> None:
     path = tmp_path / "session_old.jsonl"
     lines = [
