@@ -4,8 +4,8 @@
 sent) and falls back to the tiktoken estimate, labelled with the reason, when the model cannot count
 (offline), is rate limited (429), fails, or answers something that is not a plausible count (not a
 whole number, below 1, or far above what a request of this size can hold: `most_tokens`). A UI runs
-it in a worker after the history changes, debounced: `debounce` seconds of sleep first, so a newer change cancels an older count (Textual's
-`exclusive=True` worker does the cancelling).
+it in a worker after the history changes, debounced: `debounce` seconds of sleep first, so a newer
+change cancels an older count (Textual's `exclusive=True` worker does the cancelling).
 """
 
 from __future__ import annotations

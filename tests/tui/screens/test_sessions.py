@@ -134,7 +134,7 @@ async def test_the_picker_shows_sessions_whose_created_stamp_is_not_a_time(tmp_p
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and bool(app.screen.query(OptionList)))
         options = app.screen.query_one(OptionList)
         shown = "\n".join(str(options.get_option_at_index(i).prompt) for i in range(options.option_count))
         assert all(f"stamped {number}" in shown for number in range(3))

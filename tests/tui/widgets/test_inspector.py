@@ -277,7 +277,7 @@ async def test_archive_list_marks_a_file_ctxtui_did_not_write_and_does_not_resto
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("ctrl+r")
-        await wait_for(pilot, lambda: isinstance(app.screen, ArchiveListScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, ArchiveListScreen) and bool(app.screen.query("#archive-files")))
         listing = app.screen.query_one("#archive-files")
         prompts = {str(listing.get_option_at_index(n).prompt): n for n in range(listing.option_count)}  # type: ignore[attr-defined]
         (planted_row,) = (text for text in prompts if planted in text)
