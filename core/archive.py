@@ -7,15 +7,19 @@ workdir-relative POSIX paths; a path read back from a marker is trusted only if 
 existing regular file inside one of the two archive directories.
 
 Each archive directory also holds `.manifest` (JSON lines): one line per file this Archive wrote (its name,
-its SHA-256 and, for a tool result, the tool_use id it was saved for). A marker is taken as the
-compactor's own only when the manifest names its file, for that id, and the file still has that
-digest (`is_own`); a resumed session reads the manifest back, so it still trusts its own markers.
+its SHA-256, its size and, for a tool result, the tool_use id it was saved for). A marker is taken as
+the compactor's own only when the manifest names its file, for that id, and the file still has that
+digest (`is_own`; a persisted-output block also needs its preview to be how the file starts); a
+resumed session reads the manifest back, so it still trusts its own markers. Restoring reads a file
+only when its size could fit in the context, and hands back its text only when the manifest vouches
+for the very bytes read (`read_vouched`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import hashlib
 import itertools
@@ -94,12 +98,17 @@ class ArchiveError(Exception):
 
 @dataclass(frozen=True)
 class ArchivedFile:
-    """A trusted archive file: its workdir-relative path, absolute path and size in bytes."""
+    """A trusted archive file: its workdir-relative path, absolute path and size in bytes.
+
+    `own` says whether the manifest vouches for it (written by ctxtui, unchanged since); None when
+    not checked (`resolve` does not read the file; `list_files` checks).
+    """
 
     path: str
     absolute: Path
     size: int
     kind: str  # "tool-result" or "transcript"
+    own: bool | None = None
 
 
 def _digest(text: str, length: int = 10) -> str:
@@ -158,14 +167,14 @@ class Archive:
     def _save_batch_sync(self, items: list[tuple[str, str]]) -> list[str]:
         """Store each item, then record the batch in the manifest with one append (an OSError ends it)."""
         paths = []
-        stored: list[tuple[Path, str, str | None]] = []
+        stored: list[tuple[Path, str, str | None, int]] = []
         for tool_use_id, text in items:
             base = safe_name(tool_use_id or "unknown")
             data = text.encode("utf-8", "surrogatepass")
             digest = hashlib.sha256(data).hexdigest()  # the collision name and the manifest share it
             for target in (self.tool_results_dir / f"{base}.txt", self.tool_results_dir / f"{base}-{digest[:10]}.txt"):
                 if self._store_new_sync(target, data, digest):
-                    stored.append((target, digest, tool_use_id))
+                    stored.append((target, digest, tool_use_id, len(data)))
                     paths.append(self.relative(target))
                     break
             else:
@@ -217,12 +226,13 @@ class Archive:
         temp = self.transcripts_dir / f".transcript.{os.getpid()}.{time.time_ns()}.{next(self._counter)}.tmp"
         try:
             digest, sizes = _write_jsonl(temp, messages)
+            length = os.stat(temp).st_size
             stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
             for _ in range(100):
                 name = f"transcript_{stamp}-{os.getpid()}-{next(self._counter):04d}-{digest[:8]}.jsonl"
                 target = self.transcripts_dir / name
                 if _place_sync(temp, target, digest):
-                    self._manifest.record([(target, digest, None)])
+                    self._manifest.record([(target, digest, None, length)])
                     return SavedTranscript(self.relative(target), digest, sizes)
             raise ArchiveError("cannot archive transcript: no free file name")
         finally:
@@ -282,17 +292,20 @@ class Archive:
                 return ArchivedFile(path=path, absolute=real, size=size, kind=kind)
         return None
 
-    def is_own(self, path: str, tool_use_id: str | None = None) -> bool:
-        """This archive wrote `path` (for `tool_use_id`, when given) and the file is unchanged since.
+    def is_own(self, path: str, tool_use_id: str | None = None, preview: str | None = None) -> bool:
+        """This archive wrote `path` (for `tool_use_id`, when given) and the file is unchanged since;
+        with `preview`, the file also starts with exactly that text.
 
         A path alone proves nothing: tool output can name any archive file. Only a file recorded in
         the manifest, with the same digest now, and (for a tool result) recorded for the same
-        tool_use id, is the compactor's own; any other marker is plain text.
+        tool_use id, is the compactor's own; any other marker is plain text. A persisted-output
+        block passes its preview: an id can come twice (a replayed offline call, a duplicate the API
+        sent), and a block whose preview the file does not start with holds text no file has.
         """
         found = self.resolve(path)
-        if found is None:
+        if found is None or not self._manifest.vouches(found.absolute, tool_use_id):
             return False
-        return self._manifest.vouches(found.absolute, tool_use_id)
+        return preview is None or _starts_with(found.absolute, preview.encode("utf-8", "surrogatepass"))
 
     @staticmethod
     def _root_is_plain(root: Path) -> bool:
@@ -303,6 +316,39 @@ class Archive:
             return False
 
     # --- reading -------------------------------------------------------------------------------
+
+    async def read_vouched(self, path: str, max_bytes: int) -> tuple[str, frozenset[str | None]]:
+        """The text at a trusted `path` and the tool_use ids the manifest recorded it for.
+
+        Refused (ArchiveError) by its size before anything is read when it is over `max_bytes`,
+        and after one bounded read when the manifest does not vouch for exactly those bytes (a
+        file ctxtui never wrote, or one changed since): the digest is taken of the bytes read,
+        so nothing can change the file between the check and the text handed back.
+        """
+        found = self._require(path)
+        try:
+            return await asyncio.to_thread(self._read_vouched_sync, found, max_bytes)
+        except OSError as error:
+            raise ArchiveError(f"cannot read {path}: {error_line(error)}") from error
+
+    def _read_vouched_sync(self, found: ArchivedFile, max_bytes: int) -> tuple[str, frozenset[str | None]]:
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(found.absolute, flags)
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise ArchiveError(f"refusing to open {found.path!r}: not a regular file")
+            if info.st_size > max_bytes:
+                raise ArchiveError(f"{found.path} is {info.st_size:,} bytes, more than the {max_bytes:,} "
+                                   "that could fit in the context: not read")
+            data = handle.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise ArchiveError(f"{found.path} grew past {max_bytes:,} bytes while it was read")
+        ids = self._manifest.ids_for(found.absolute, hashlib.sha256(data).hexdigest(), len(data))
+        if ids is None:
+            raise ArchiveError(f"refusing to restore {found.path}: the archive's manifest does not vouch for it "
+                               "(ctxtui did not write it, or it was changed since)")
+        return data.decode("utf-8", errors="replace"), ids
 
     async def read_text(self, path: str) -> str:
         """The full text behind a trusted path (raises ArchiveError for an untrusted one)."""
@@ -320,7 +366,7 @@ class Archive:
         try:
             # Only "\n" ends a record: JSON written with ensure_ascii=False may hold U+2028 and friends.
             return [json.loads(line) for line in text.split("\n") if line.strip()]
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:
             raise ArchiveError(f"transcript {path} is not valid JSONL: {error_line(error)}") from error
 
     def _require(self, path: str) -> ArchivedFile:
@@ -330,7 +376,7 @@ class Archive:
         return found
 
     def list_files(self) -> list[ArchivedFile]:
-        """Every archived file, newest first."""
+        """Every archived file, newest first, each marked `own` when the manifest vouches for it."""
         found: list[tuple[float, ArchivedFile]] = []
         for root in (self.tool_results_dir, self.transcripts_dir):
             if not root.is_dir():
@@ -340,36 +386,41 @@ class Archive:
                     continue
                 archived = self.resolve(self.relative(entry))
                 if archived is not None:
-                    found.append((entry.stat().st_mtime, archived))
+                    own = self._manifest.vouches(archived.absolute, None)
+                    found.append((entry.stat().st_mtime, dataclasses.replace(archived, own=own)))
         found.sort(key=lambda pair: (-pair[0], pair[1].path))
         return [archived for _, archived in found]
 
 
 class _Manifest:
-    """The `.manifest` of each archive directory: what was written there, by digest.
+    """The `.manifest` of each archive directory: what was written there, by digest and size.
 
     Read lazily and again whenever the file grew (another Archive on the same workdir, or a
-    resumed session); appended to after each file is stored. A verified file's digest is cached
-    by (size, mtime, inode), so a marker seen again is not hashed again.
+    resumed session); appended to after each file is stored. A file whose size is not one the
+    manifest recorded for its name is refused without being read (lines written before sizes were
+    recorded have none: their files are hashed). A verified file's digest is cached by (size,
+    mtime, inode), so a marker seen again is not hashed again.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._entries: dict[Path, dict[str, dict[str, set[str | None]]]] = {}  # dir -> name -> sha -> ids
+        self._sizes: dict[Path, dict[str, set[int | None]]] = {}  # dir -> name -> sizes (None: not recorded)
         self._loaded_size: dict[Path, int] = {}
         self._verified: dict[Path, tuple[tuple[int, int, int], str]] = {}
 
-    def record(self, stored: list[tuple[Path, str, str | None]]) -> None:
-        """Append one line per (file, its SHA-256, tool_use id) to the manifest of the file's folder."""
-        by_folder: dict[Path, list[tuple[str, str, str | None]]] = {}
-        for target, digest, tool_use_id in stored:
-            by_folder.setdefault(target.parent, []).append((target.name, digest, tool_use_id))
+    def record(self, stored: list[tuple[Path, str, str | None, int]]) -> None:
+        """Append one line per (file, its SHA-256, tool_use id, size) to the manifest of the file's folder."""
+        by_folder: dict[Path, list[tuple[str, str, str | None, int]]] = {}
+        for target, digest, tool_use_id, size in stored:
+            by_folder.setdefault(target.parent, []).append((target.name, digest, tool_use_id, size))
         with self._lock:
             for folder, entries in by_folder.items():
                 self._load(folder)
                 lines = "".join(
-                    json.dumps({"name": name, "sha256": digest, "tool_use_id": tool_use_id}, ensure_ascii=True) + "\n"
-                    for name, digest, tool_use_id in entries
+                    json.dumps({"name": name, "sha256": digest, "tool_use_id": tool_use_id, "bytes": size},
+                               ensure_ascii=True) + "\n"
+                    for name, digest, tool_use_id, size in entries
                 )
                 manifest = folder / MANIFEST_NAME
                 handle = os.open(manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -377,12 +428,13 @@ class _Manifest:
                     os.write(handle, lines.encode("ascii"))
                 finally:
                     os.close(handle)
-                for name, digest, tool_use_id in entries:
-                    self._add(folder, name, digest, tool_use_id)
+                for name, digest, tool_use_id, size in entries:
+                    self._add(folder, name, digest, tool_use_id, size)
                 with contextlib.suppress(OSError):
                     self._loaded_size[folder] = os.stat(manifest).st_size
 
     def vouches(self, absolute: Path, tool_use_id: str | None) -> bool:
+        """The manifest recorded this file's current bytes (for `tool_use_id`, when given)."""
         with self._lock:
             self._load(absolute.parent)
             by_digest = self._entries.get(absolute.parent, {}).get(absolute.name)
@@ -394,9 +446,22 @@ class _Manifest:
                 return False
             return tool_use_id is None or tool_use_id in ids
 
+    def ids_for(self, absolute: Path, digest: str, size: int) -> frozenset[str | None] | None:
+        """The tool_use ids the manifest recorded for these bytes of this file (None: it never did)."""
+        with self._lock:
+            self._load(absolute.parent)
+            ids = self._entries.get(absolute.parent, {}).get(absolute.name, {}).get(digest)
+            return frozenset(ids) if ids is not None and self._size_known(absolute, size) else None
+
+    def _size_known(self, absolute: Path, size: int) -> bool:
+        sizes = self._sizes.get(absolute.parent, {}).get(absolute.name, set())
+        return None in sizes or size in sizes
+
     def _digest_of(self, absolute: Path) -> str | None:
         try:
             info = absolute.stat()
+            if not self._size_known(absolute, info.st_size):
+                return None  # not a size this name was written with: not read at all
             key = (info.st_size, info.st_mtime_ns, info.st_ino)
             cached = self._verified.get(absolute)
             if cached is not None and cached[0] == key:
@@ -425,17 +490,21 @@ class _Manifest:
         for raw in data.split(b"\n"):
             try:
                 entry = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if not isinstance(entry, dict):
                 continue
             name, digest, tool_use_id = entry.get("name"), entry.get("sha256"), entry.get("tool_use_id")
+            length = entry.get("bytes")
+            if not (type(length) is int and length >= 0):
+                length = None
             if isinstance(name, str) and isinstance(digest, str) and (tool_use_id is None or isinstance(tool_use_id, str)):
-                self._add(folder, name, digest, tool_use_id)
+                self._add(folder, name, digest, tool_use_id, length)
         self._loaded_size[folder] = size
 
-    def _add(self, folder: Path, name: str, digest: str, tool_use_id: str | None) -> None:
+    def _add(self, folder: Path, name: str, digest: str, tool_use_id: str | None, size: int | None) -> None:
         self._entries.setdefault(folder, {}).setdefault(name, {}).setdefault(digest, set()).add(tool_use_id)
+        self._sizes.setdefault(folder, {}).setdefault(name, set()).add(size)
 
 
 @dataclass(frozen=True)
@@ -464,6 +533,15 @@ def _write_jsonl(temp: Path, messages: Sequence[Any]) -> tuple[str, tuple[int, .
             digest.update(data)
             handle.write(data)
     return digest.hexdigest(), tuple(sizes)
+
+
+def _starts_with(absolute: Path, prefix: bytes) -> bool:
+    """The file's first bytes are exactly `prefix` (only that many bytes are read)."""
+    try:
+        with open(absolute, "rb") as handle:
+            return handle.read(len(prefix)) == prefix
+    except OSError:
+        return False
 
 
 def _place_sync(temp: Path, target: Path, digest: str) -> bool:

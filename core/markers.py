@@ -68,17 +68,18 @@ def request_marker(request: str) -> str:
     return f"{CURRENT_REQUEST_HEADING}{request}\n\n{SUMMARY_HEADING.rstrip(chr(10))}"
 
 
-_PERSISTED_RE = re.compile(
-    r"\A<persisted-output>\nFull output: (?P<path>[^\n]+)\nPreview:\n(?P<preview>.*)\n</persisted-output>\Z",
-    re.DOTALL,
-)
 _PLACEHOLDER_RE = re.compile(r"\A\[Earlier tool result saved at (?P<path>[^\n\]]+)\]\Z")
 _SNIP_RE = re.compile(r"\A\[(?P<count>\d+) messages archived at (?P<path>[^\n\]]+)\]\Z")
-_SUMMARY_RE = re.compile(
-    r"\A\[(?P<title>Compacted|Reactive compact)\]\n\nCurrent user request:\n(?P<request>.*)\n\n"
-    r"Conversation summary \(reference only\):\n(?P<summary>.*)\n\nFull transcript: (?P<path>[^\n]+)\Z",
-    re.DOTALL,
-)
+# The two patterns above backtrack at most once over one run of characters (linear). The
+# persisted-output block and the summaries hold free text and are parsed by `_persisted` and
+# `_summary` with a constant number of scans: regexes with two `.*` parts backtracked
+# quadratically on a long text full of near-misses.
+_PERSISTED_HEAD = f"{PERSISTED_OPEN}\nFull output: "
+_PERSISTED_TAIL = f"\n{PERSISTED_CLOSE}"
+_PREVIEW_HEADING = "\nPreview:\n"
+_SUMMARY_TITLES: dict[str, MarkerKind] = {"[Compacted]\n\n": "compacted", "[Reactive compact]\n\n": "reactive"}
+_SUMMARY_SPLIT = f"\n\n{SUMMARY_HEADING}"
+_TRANSCRIPT_LINE = "\n\nFull transcript: "
 
 
 @dataclass(frozen=True)
@@ -99,25 +100,57 @@ class Marker:
 
 
 def parse_marker(text: Any) -> Marker | None:
-    """The marker `text` is exactly, or None."""
+    """The marker `text` is exactly, or None (in time linear in the text's length)."""
     if not isinstance(text, str) or not text.startswith(("[", "<")):
         return None
     if match := _PLACEHOLDER_RE.match(text):
         return Marker("placeholder", match["path"])
-    if match := _PERSISTED_RE.match(text):
-        return Marker("persisted", match["path"], preview=match["preview"])
+    if text.startswith(_PERSISTED_HEAD):
+        return _persisted(text)
     if match := _SNIP_RE.match(text):
         return Marker("snip", match["path"], count=int(match["count"]))
-    if match := _SUMMARY_RE.match(text):
-        summary = match["summary"]
-        try:
-            decoded = json.loads(summary)
-            summary = decoded if isinstance(decoded, str) else summary
-        except ValueError:
-            pass
-        kind: MarkerKind = "compacted" if match["title"] == "Compacted" else "reactive"
-        return Marker(kind, match["path"], request=match["request"], summary=summary)
-    return None
+    return _summary(text)
+
+
+def _persisted(text: str) -> Marker | None:
+    """`<persisted-output>\\nFull output: PATH\\nPreview:\\nPREVIEW\\n</persisted-output>`: PATH is the
+    first line after the heading, PREVIEW everything between its heading and the closing tag."""
+    start = len(_PERSISTED_HEAD)
+    end_of_path = text.find("\n", start)
+    if end_of_path <= start or not text.startswith(_PREVIEW_HEADING, end_of_path):
+        return None
+    preview_start = end_of_path + len(_PREVIEW_HEADING)
+    preview_end = len(text) - len(_PERSISTED_TAIL)
+    if preview_end < preview_start or not text.endswith(_PERSISTED_TAIL):
+        return None
+    return Marker("persisted", text[start:end_of_path], preview=text[preview_start:preview_end])
+
+
+def _summary(text: str) -> Marker | None:
+    """`[Compacted]` or `[Reactive compact]`, the request, the summary and the transcript's path.
+
+    As the format's regex read it: the path is the text after the last "Full transcript" line (it
+    holds no newline), and the request runs to the last summary heading before that line.
+    """
+    title = next((title for title in _SUMMARY_TITLES if text.startswith(title)), None)
+    if title is None or not text.startswith(CURRENT_REQUEST_HEADING, len(title)):
+        return None
+    kind = _SUMMARY_TITLES[title]
+    body_start = len(title) + len(CURRENT_REQUEST_HEADING)
+    line = text.rfind(_TRANSCRIPT_LINE, body_start)
+    path = text[line + len(_TRANSCRIPT_LINE):] if line >= 0 else ""
+    if not path or "\n" in path:
+        return None
+    split = text.rfind(_SUMMARY_SPLIT, body_start, line)
+    if split < 0:
+        return None
+    summary = text[split + len(_SUMMARY_SPLIT):line]
+    try:
+        decoded = json.loads(summary)
+        summary = decoded if isinstance(decoded, str) else summary
+    except (ValueError, RecursionError):
+        pass
+    return Marker(kind, path, request=text[body_start:split], summary=summary)
 
 
 def archived_path(text: Any) -> str | None:

@@ -46,6 +46,26 @@ def visible(text: str) -> str:
     return shown
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, kept by surrogateescape
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}"
+
+
+def valid_utf8(text: str) -> str:
+    """`text` as valid UTF-8: a surrogate pair split over two characters is joined into the one it
+    stands for, and any other lone surrogate becomes a visible escape (`\\xNN` for a byte that was not
+    UTF-8, kept by surrogateescape; `\\udXXX` otherwise). Text without surrogates is returned as it is."""
+    if _LONE_SURROGATE.search(text) is None:
+        return text
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return _LONE_SURROGATE.sub(_escape_surrogate, joined)
+
+
 def one_line(text: str, limit: int | None = None) -> str:
     """`text` on one line (whitespace collapsed); cut to `limit` characters with an ellipsis if given."""
     flat = _WHITESPACE.sub(" ", str(text)).strip()

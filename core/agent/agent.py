@@ -48,6 +48,7 @@ from core.events import (
     TurnFinished,
     TurnStarted,
 )
+from core.history.intake import valid_text
 from core.history.messages import interrupted_result, text_of, user_pin_key
 from core.history.store import History
 from core.history.tokens import TokenCounter
@@ -110,7 +111,8 @@ class Agent:
             compactor, self.conversation, undo_depth=self.settings.undo_depth, auto_compact=self.settings.auto_compact,
         )
         self.tokens = token_counter or TokenCounter()
-        self.system_prompt = system_prompt or SYSTEM_PROMPT.format(workdir=workdir)
+        # a workdir whose name is not UTF-8 would make every request unencodable
+        self.system_prompt = system_prompt or valid_text(SYSTEM_PROMPT.format(workdir=workdir))
         self.meter = ContextMeter(self.conversation, self.keeper, model, self.tokens, self.system_prompt,
                                   toolbox.schemas)
         self.max_steps = max_steps
@@ -200,7 +202,7 @@ class Agent:
             yield ErrorEvent("a turn is already running", "busy")
             return
         self.running = True
-        turn = _Turn(text)
+        turn = _Turn(valid_text(text))  # argv and stdin give undecodable bytes as lone surrogates
         try:
             async with contextlib.aclosing(self._turn(turn)) as events:
                 async for event in events:

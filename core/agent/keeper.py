@@ -22,7 +22,15 @@ from core.archive import Archive
 from core.compaction.pipeline import Compactor
 from core.compaction.run import CompactionEvent, Outcome
 from core.compaction.settings import CompactionError
-from core.compaction.steering import Compaction, SteeringError, drop_result, pin_target, restore_result, undo
+from core.compaction.steering import (
+    Compaction,
+    SteeringError,
+    drop_result,
+    pin_target,
+    pin_targets,
+    restore_result,
+    undo,
+)
 from core.events import AgentEvent, CompactionStep, ErrorEvent, HistoryChanged, Notice
 from core.history.messages import USER_PIN_PREFIX, find_user_message, text_of, tool_result_ids, user_pin_key
 from core.history.sizes import dumps, estimate_chars
@@ -272,6 +280,6 @@ class ContextKeeper:
             following = record.before
         self.compactions = usable[::-1][-self.undo_depth:] if self.undo_depth else []
         self.conversation.log_resumed(self.compactions)
-        kept = frozenset(key for key in pins if pin_target(self.conversation.history, key) is not None)
+        kept = frozenset(pin_targets(self.conversation.history, pins))
         if kept:
             self._set_pins(kept)

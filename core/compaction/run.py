@@ -192,14 +192,15 @@ class CompactionRun:
         """The path of a <persisted-output> block this archive wrote for this tool_use id, else None.
 
         Trusting a path alone would let tool output that merely looks like a marker pass as
-        already archived, and its text would be saved nowhere.
+        already archived, and its text would be saved nowhere: the manifest must vouch for the
+        path and the id, and the file must start with the block's preview.
         """
         marker = parse_marker(content)
         if marker is None or marker.kind != "persisted":
             return None
         if (marker.path, tool_use_id) in self._dry_saved:
             return marker.path
-        return marker.path if self.archive.is_own(marker.path, tool_use_id) else None
+        return marker.path if self.archive.is_own(marker.path, tool_use_id, marker.preview) else None
 
     def own_snip_count(self, message: Message) -> int | None:
         """How many messages an earlier snip marker of this archive stands for, else None."""

@@ -8,12 +8,18 @@ replaced before its full text is safe in the archive, and every marker names the
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from core.archive import Archive, ArchiveError
-from core.history.messages import USER_PIN_PREFIX, find_user_message, result_text, tool_result_positions
+from core.history.messages import (
+    USER_PIN_PREFIX,
+    find_user_message,
+    result_text,
+    tool_result_positions,
+    user_pin_key,
+)
 from core.markers import archived_path, parse_marker, placeholder, restored_message
 
 Message = dict[str, Any]
@@ -43,6 +49,32 @@ def pin_target(messages: Sequence[Message], key: str) -> tuple[int, int | None] 
     return find_result(messages, key)
 
 
+def pin_targets(messages: Sequence[Message], keys: Iterable[str]) -> dict[str, tuple[int, int | None]]:
+    """`pin_target` of many keys in one pass over the history, newest first: the keys found, each
+    with where it is. Linear in the history and the keys (a resumed session may carry thousands of
+    pins: one `pin_target` each was pins x messages)."""
+    wanted = set(keys)
+    results = {key for key in wanted if not key.startswith(USER_PIN_PREFIX)}
+    users = wanted - results
+    found: dict[str, tuple[int, int | None]] = {}
+    for index in range(len(messages) - 1, -1, -1):
+        if len(found) == len(wanted):
+            break
+        message = messages[index]
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if results and isinstance(content, list):
+            for block_index, block in enumerate(content):
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    tool_use_id = block.get("tool_use_id")
+                    if isinstance(tool_use_id, str) and tool_use_id in results and tool_use_id not in found:
+                        found[tool_use_id] = (index, block_index)
+        if users and (key := user_pin_key(message)) in users and key not in found:
+            found[key] = (index, None)
+    return found
+
+
 def _with_block_content(messages: Sequence[Message], index: int, block_index: int, content: Any) -> list[Message]:
     result = list(messages)
     old = result[index]
@@ -65,7 +97,7 @@ async def drop_result(messages: Sequence[Message], archive: Archive, tool_use_id
     marker = parse_marker(content)
     if marker is not None and marker.kind == "placeholder":
         raise SteeringError(f"the result of {tool_use_id} is already archived at {marker.path}")
-    if marker is not None and marker.kind == "persisted" and archive.is_own(marker.path, tool_use_id):
+    if marker is not None and marker.kind == "persisted" and archive.is_own(marker.path, tool_use_id, marker.preview):
         # already saved whole (as micro_compact does, keep that file rather than archive the preview)
         return _with_block_content(messages, index, block_index, placeholder(marker.path)), marker.path
     try:
@@ -81,20 +113,35 @@ def marker_positions(messages: Sequence[Message], path: str) -> list[tuple[int, 
             if archived_path(messages[index]["content"][block_index].get("content")) == path]
 
 
+def most_bytes(char_limit: int) -> int:
+    """The largest file whose text could fit in `char_limit` JSON chars: UTF-8 needs at most 4 bytes a
+    character, so a file of more bytes decodes to more characters than the limit (refused unread)."""
+    return 4 * max(char_limit, 0)
+
+
 async def restore_result(
     messages: Sequence[Message], archive: Archive, path: str, char_limit: int
 ) -> tuple[list[Message], str]:
     """Put the archived text at `path` back in context, byte-exact.
 
-    At its place when a placeholder or persisted-output block naming it is still in the history;
-    otherwise appended as one clearly labelled user message. Returns the new history and "in place"
-    or "appended". Refused when the text alone is over `char_limit`, or the path is not in the archive.
+    Only what the archive's manifest vouches for comes back: a file ctxtui wrote, with the digest it
+    had then, and (in place) only at a marker whose tool_use id the file was written for. At its
+    place when such a placeholder or persisted-output block is still in the history; otherwise
+    appended as one clearly labelled user message. Returns the new history and "in place" or
+    "appended". Refused when the text alone is over `char_limit` (a file too large for it is refused
+    by its size, before it is read), or the path is not a vouched-for tool result in the archive.
     """
     found = archive.resolve(path)
     if found is None or found.kind != "tool-result":
         raise SteeringError(f"refusing to restore {path!r}: not a tool result in the archive")
+    most = most_bytes(char_limit)
+    if found.size > most:
+        raise SteeringError(
+            f"{path} is {found.size:,} bytes, more than the {char_limit:,}-char context limit could hold: "
+            "read it in the archive viewer (or let the model read_file it) instead"
+        )
     try:
-        text = await archive.read_text(path)
+        text, vouched_ids = await archive.read_vouched(path, most)
     except ArchiveError as error:
         raise SteeringError(str(error)) from error
     size = len(json.dumps(text, ensure_ascii=False))
@@ -105,8 +152,15 @@ async def restore_result(
         )
     positions = marker_positions(messages, path)
     if positions:
+        mine = [(index, block_index) for index, block_index in positions
+                if messages[index]["content"][block_index].get("tool_use_id") in vouched_ids]
+        if not mine:
+            claimed = ", ".join(sorted({str(messages[index]["content"][block_index].get("tool_use_id"))
+                                        for index, block_index in positions}))
+            raise SteeringError(f"refusing to restore {path}: the archive saved it for another tool call "
+                                f"than the one whose marker names it ({claimed})")
         result = list(messages)
-        for index, block_index in positions:
+        for index, block_index in mine:
             result = _with_block_content(result, index, block_index, text)
         return result, "in place"
     return [*messages, {"role": "user", "content": restored_message(path, text)}], "appended"

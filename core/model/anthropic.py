@@ -14,6 +14,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from core.history.intake import reply_content, valid_text
 from core.model.base import (
     SUMMARY_SYSTEM_PROMPT,
     ModelError,
@@ -158,15 +159,22 @@ class AnthropicModel:
         self, *, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> int | None:
         """The exact input tokens of this request (the API's `count_tokens`); no retries, so a 429
-        comes back at once as ModelError(kind="rate_limit") and the caller falls back to an estimate."""
+        comes back at once as ModelError(kind="rate_limit") and the caller falls back to an estimate.
+
+        An answer that is not a whole number of tokens (null, a string, an object, a negative
+        number) is ModelError too: it is never shown as a count.
+        """
         try:
             result = await (await self.ready_client()).messages.count_tokens(
                 **self.request(system=system, messages=messages, tools=tools)
             )
+            value = getattr(result, "input_tokens", None)
         except Exception as error:
             mapped, _ = self._classify(error, self.max_retries)
             raise mapped from error
-        return int(result.input_tokens)
+        if type(value) is not int or value < 0:
+            raise ModelError(f"count_tokens answered {one_line(repr(value), 60)}, not a token count", "api")
+        return value
 
     async def context_window(self) -> int | None:
         """`max_input_tokens` from the Models API (asked once); None when it cannot say."""
@@ -206,7 +214,7 @@ class AnthropicModel:
                         fragment = getattr(event, "text", None) if event.type == "text" else None
                         if fragment:
                             produced = True
-                            yield TextChunk(str(fragment))
+                            yield TextChunk(valid_text(str(fragment)))
                     final = await stream.get_final_message()
                 if not stopped or final.stop_reason is None:
                     # A clean close after half a message is a broken connection, not a reply: its
@@ -218,7 +226,7 @@ class AnthropicModel:
                                 "cache_creation_input_tokens")
                 }
                 yield ModelResponse(
-                    content=[plain_block(block) for block in final.content],
+                    content=reply_content([plain_block(block) for block in final.content], messages),
                     stop_reason=final.stop_reason,
                     usage=usage,
                 )
@@ -271,6 +279,7 @@ class AnthropicModel:
                     str(getattr(block, "text", "")) for block in response.content
                     if getattr(block, "type", None) == "text"
                 ).strip()
+                text = valid_text(text)
                 if not text:
                     raise ModelError("the summary call returned no text", "api")
                 yield text

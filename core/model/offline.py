@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.history.intake import reply_content
 from core.markers import Marker, archived_path, parse_marker
 from core.model.base import ModelEvent, ModelResponse, PromptTooLongError, SummaryEvent, TextChunk
 from core.model.summary import content_text, extractive_summary
@@ -338,7 +339,7 @@ class OfflineModel:
                 f"prompt is too long: {len(serialised):,} chars > {self.prompt_char_limit:,} (offline limit)"
             )
         plan = self._plan(messages, tools)
-        digest = hashlib.sha256(serialised.encode("utf-8")).hexdigest()[:8]
+        digest = hashlib.sha256(serialised.encode("utf-8", "surrogatepass")).hexdigest()[:8]
         content: list[dict[str, Any]] = [{"type": "text", "text": plan.text}]
         for index, (tool, tool_input) in enumerate(plan.calls):
             content.append(
@@ -349,6 +350,7 @@ class OfflineModel:
                     "input": tool_input,
                 }
             )
+        content = reply_content(content, messages)  # as a real reply: valid UTF-8, ids the API accepts
         calls_json = json.dumps(content[1:], ensure_ascii=False) if plan.calls else ""
         usage = {
             "input_tokens": len(serialised) // 4,

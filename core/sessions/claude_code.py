@@ -17,10 +17,11 @@ before the last compaction boundary is returned apart, as archived.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from core import jsonlines
 
 Message = dict[str, Any]
 
@@ -53,22 +54,15 @@ def is_boundary(record: dict[str, Any]) -> bool:
 
 
 def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """Every JSON object line of the file, and how many lines were not one."""
+    """Every JSON object line of the file, and how many lines were not one (core/jsonlines.py: a
+    regular file only, bounded lines and nesting; raises OSError for anything else)."""
     records: list[dict[str, Any]] = []
     skipped = 0
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                skipped += 1
-                continue
-            if isinstance(record, dict):
-                records.append(record)
-            else:
-                skipped += 1
+    for record in jsonlines.read_records(path, follow_symlinks=True):
+        if isinstance(record, dict):
+            records.append(record)
+        else:
+            skipped += 1
     return records, skipped
 
 
@@ -135,13 +129,14 @@ def read_claude_code(path: Path) -> ClaudeCodeSession:
     session.sidechain_records = sum(1 for record in records if record.get("isSidechain"))
     messages: list[Message] = []
     by_api_id: dict[str, Message] = {}  # message.id -> the merged message it belongs to
+    last_results_only = False  # messages[-1] holds only tool results (kept, not re-checked: linear)
     for record in _active_branch(records):
         if isinstance(record.get("cwd"), str):
             session.cwd = record["cwd"]
         if is_boundary(record):
             session.boundaries += 1
             session.archived.extend(messages)
-            messages, by_api_id = [], {}
+            messages, by_api_id, last_results_only = [], {}, False
             continue
         if record.get("type") not in ("user", "assistant") or record.get("isSidechain"):
             continue
@@ -153,17 +148,27 @@ def read_claude_code(path: Path) -> ClaudeCodeSession:
             session.summary = _text(message["content"])
         api_id = record["message"].get("id")
         if message["role"] == "assistant" and isinstance(api_id, str) and api_id in by_api_id:
-            merged = by_api_id[api_id]
-            merged["content"] = [*_as_blocks(merged["content"]), *_as_blocks(message["content"])]
+            _merge_into(by_api_id[api_id], message)
             continue
-        if messages and _only_tool_results(message) and _only_tool_results(messages[-1]):
-            messages[-1]["content"] = [*messages[-1]["content"], *message["content"]]
+        results_only = _only_tool_results(message)
+        if messages and results_only and last_results_only:
+            _merge_into(messages[-1], message)  # still only tool results: the flag stays
             continue
         messages.append(message)
+        last_results_only = results_only
         if message["role"] == "assistant" and isinstance(api_id, str):
             by_api_id[api_id] = message
     session.messages = messages
     return session
+
+
+def _merge_into(merged: Message, message: Message) -> None:
+    """Append `message`'s blocks to `merged` in place: each record's blocks are copied once, so a
+    reply written as thousands of records is read in linear time (a new list per record was quadratic).
+    `merged` is a message this reader made (its content list is its own)."""
+    if not isinstance(merged["content"], list):
+        merged["content"] = _as_blocks(merged["content"])
+    merged["content"].extend(_as_blocks(message["content"]))
 
 
 def _as_blocks(content: Any) -> list[dict[str, Any]]:

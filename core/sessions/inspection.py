@@ -15,15 +15,18 @@ import json
 import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
+from core import jsonlines
 from core.client_markers import block_marker, client_marker, find_client_markers
 from core.compaction import CompactionSettings
 from core.events import CompactionStep
 from core.history import estimate_chars
 from core.history.categories import CATEGORIES
 from core.history.messages import current_request
+from core.jsonlines import BadLine, open_regular, parse_json
 from core.markers import parse_marker
 from core.proxy.record import is_proxy_record, read_proxy_file
 from core.sessions.claude_code import looks_like_claude_code, read_claude_code, read_records
@@ -60,9 +63,15 @@ class Inspected:
 
 
 def load_file(path: Path) -> Inspected:
-    """Read `path` as whatever history file it is; InspectError (one line) when it is none of them."""
-    if not path.is_file():
+    """Read `path` as whatever history file it is; InspectError (one line) when it is none of them.
+
+    Only a regular file is read (a FIFO or a device is refused, core/jsonlines.py), lines and
+    nesting are bounded, and a bad line costs that line only.
+    """
+    if not path.exists():
         raise InspectError(f"{path}: no such file")
+    if not path.is_file():
+        raise InspectError(f"{path}: not a regular file")
     try:
         if path.suffix == ".json":
             return _load_json(path)
@@ -74,10 +83,10 @@ def load_file(path: Path) -> Inspected:
 
 
 def _load_json(path: Path) -> Inspected:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as error:
-        raise InspectError(f"{path}: not valid JSON: {error}") from None
+    with open_regular(path, follow_symlinks=True) as handle:
+        data = parse_json(handle.read().decode("utf-8"))
+    if isinstance(data, BadLine):
+        raise InspectError(f"{path}: not valid JSON: {data.reason}")
     if isinstance(data, list):
         return Inspected(path, "messages", _checked(path, data), workdir=path.parent)
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
@@ -95,13 +104,9 @@ def _checked(path: Path, messages: list[Any]) -> list[Message]:
 
 
 def _first_record(path: Path) -> Any:
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if line.strip():
-                try:
-                    return json.loads(line)
-                except ValueError:
-                    continue
+    for record in jsonlines.read_records(path, follow_symlinks=True):
+        if not isinstance(record, BadLine):
+            return record
     return None
 
 
@@ -110,7 +115,7 @@ def _load_jsonl(path: Path) -> Inspected:
     if first is None:
         raise InspectError(f"{path}: empty, or no line of it is JSON")
     if isinstance(first, dict) and first.get("type") in ("meta", "message", "splice", "replace", "pins", "compaction", "event"):
-        replay = SessionLog.replay(path)
+        replay = SessionLog.replay(path, follow_symlinks=True)
         workdir = replay.meta.get("workdir")
         root = Path(workdir) if isinstance(workdir, str) else path.parent.parent.parent
         return Inspected(path, "session", replay.messages, workdir=root, skipped=replay.skipped)
@@ -169,16 +174,7 @@ def _load_proxy(path: Path) -> Inspected:
 
 def _any_claude_code(path: Path, lines: int = 50) -> bool:
     """Claude Code files may start with a record that carries no message (a snapshot, a summary)."""
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle):
-            if number >= lines:
-                break
-            try:
-                if looks_like_claude_code(json.loads(line)):
-                    return True
-            except ValueError:
-                continue
-    return False
+    return any(looks_like_claude_code(record) for record in islice(jsonlines.read_records(path, follow_symlinks=True), lines))
 
 
 # --- the breakdown --------------------------------------------------------------------------------
@@ -193,15 +189,35 @@ def _json_chars(value: Any) -> int:
     return len(json.dumps(value, default=str, ensure_ascii=False))
 
 
-def _text_category(text: str, default: str) -> str:
-    recognised = parse_marker(text) or client_marker(text, in_tool_result=default == "tool_result")
-    return "markers" if recognised is not None else default
+class _Markers:
+    """Which texts count as markers: those whose path resolves in the archive under the workdir.
+
+    A text that merely looks like a marker (a tool printed it, a file holds it) names no archived
+    file: it is plain text in the category of the block that holds it. Another client's markers
+    (core/client_markers.py: Claude Code's summaries and cleared results) are recognised by their shape.
+    """
+
+    def __init__(self, workdir: Path | None) -> None:
+        from core.archive import Archive
+
+        self._archive = Archive(workdir) if workdir is not None else None
+        self._resolved: dict[str, bool] = {}
+
+    def category(self, text: str, default: str) -> str:
+        if client_marker(text, in_tool_result=default == "tool_result") is not None:
+            return "markers"
+        marker = parse_marker(text) if self._archive is not None else None
+        if marker is None or self._archive is None:
+            return default
+        if marker.path not in self._resolved:
+            self._resolved[marker.path] = self._archive.resolve(marker.path) is not None
+        return "markers" if self._resolved[marker.path] else default
 
 
-def _add_block(counts: dict[str, int], block: dict[str, Any], role_category: str) -> None:
+def _add_block(counts: dict[str, int], block: dict[str, Any], role_category: str, markers: _Markers) -> None:
     kind = block.get("type")
     if kind == "text" and isinstance(block.get("text"), str):
-        counts[_text_category(block["text"], role_category)] += _string_chars(block["text"])
+        counts[markers.category(block["text"], role_category)] += _string_chars(block["text"])
     elif kind == "thinking" and isinstance(block.get("thinking"), str):
         counts["assistant"] += _string_chars(block["thinking"])
     elif kind == "tool_use":
@@ -212,11 +228,11 @@ def _add_block(counts: dict[str, int], block: dict[str, Any], role_category: str
     elif kind == "tool_result":
         content = block.get("content")
         if isinstance(content, str):
-            counts[_text_category(content, "tool_result")] += _string_chars(content)
+            counts[markers.category(content, "tool_result")] += _string_chars(content)
         elif isinstance(content, list):
             for inner in content:
                 if isinstance(inner, dict):
-                    _add_block(counts, inner, "tool_result")
+                    _add_block(counts, inner, "tool_result", markers)
     elif kind == "compaction" and block_marker(block) is not None and isinstance(block.get("content"), str):
         counts["markers"] += _string_chars(block["content"])  # the API's server-side compaction summary
     elif kind == "image" and isinstance(block.get("source"), dict):
@@ -225,12 +241,15 @@ def _add_block(counts: dict[str, int], block: dict[str, Any], role_category: str
             counts[role_category] += _string_chars(data)
 
 
-def breakdown(messages: Sequence[Any]) -> dict[str, int]:
+def breakdown(messages: Sequence[Any], workdir: Path | None = None) -> dict[str, int]:
     """Characters by category; the values add up exactly to `estimate_chars(messages)`.
 
     Text a category owns is counted as it appears in the JSON (escapes included, quotes not);
-    tool inputs as their JSON; everything else (keys, quotes, brackets, ids) is `overhead`.
+    tool inputs as their JSON; everything else (keys, quotes, brackets, ids) is `overhead`. A
+    marker counts as one only when its path resolves in the archive under `workdir` (none without
+    a workdir); any other text that looks like one is counted where its block belongs.
     """
+    markers = _Markers(workdir)
     counts: dict[str, int] = dict.fromkeys(CATEGORIES, 0)
     for message in messages:
         if not isinstance(message, dict):
@@ -238,11 +257,11 @@ def breakdown(messages: Sequence[Any]) -> dict[str, int]:
         role_category = "assistant" if message.get("role") == "assistant" else "user"
         content = message.get("content")
         if isinstance(content, str):
-            counts[_text_category(content, role_category)] += _string_chars(content)
+            counts[markers.category(content, role_category)] += _string_chars(content)
         elif isinstance(content, list):
             for block in content:
                 if isinstance(block, dict):
-                    _add_block(counts, block, role_category)
+                    _add_block(counts, block, role_category, markers)
     counts["overhead"] = estimate_chars(messages) - sum(counts[name] for name in CATEGORIES if name != "overhead")
     return counts
 
@@ -284,7 +303,7 @@ async def report(inspected: Inspected, settings: CompactionSettings) -> dict[str
     from core.history.tokens import TokenCounter
 
     messages = inspected.messages
-    counts = breakdown(messages)
+    counts = breakdown(messages, inspected.workdir)
     message_chars = estimate_chars(messages)
     total = message_chars
     with_prompt = inspected.kind in ("request", "proxy")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from core.history.messages import text_of
 from core.history.sizes import estimate_chars
+from core.jsonlines import is_regular
 from core.sessions.log import (
     SESSION_PREFIX,
     SESSION_SUFFIX,
@@ -33,20 +37,35 @@ class SessionInfo:
     resumable: bool = False
 
 
+LATEST_STAMP = 253_402_300_799  # 9999-12-31 23:59:59 UTC: the last second time.localtime and datetime can show
+
+
+def plausible_stamp(value: Any, fallback: float) -> float:
+    """`value` as seconds since the epoch when it is a finite number a clock can show, else `fallback`.
+
+    A session file's `created` is untrusted: NaN, infinity or 1e300 would crash every view that
+    formats it, and NaN would make JSON output invalid.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return fallback
+    if isinstance(value, float) and not math.isfinite(value):
+        return fallback
+    return float(value) if 0 <= value <= LATEST_STAMP else fallback
+
+
 def session_info(path: Path) -> SessionInfo | None:
-    """What a session file holds; None when it cannot be read at all."""
+    """What a session file holds; None when it cannot be read at all (or is not a regular file)."""
     try:
-        stat = path.stat()
+        status = path.lstat()
         replay = SessionLog.replay(path)
     except OSError:
         return None
-    created = replay.meta.get("created")
-    started = float(created) if isinstance(created, int | float) else stat.st_mtime
+    modified = plausible_stamp(status.st_mtime, 0.0)
     return SessionInfo(
         id=session_id(path),
         path=path,
-        started=started,
-        last_active=stat.st_mtime,
+        started=plausible_stamp(replay.meta.get("created"), modified),
+        last_active=modified,
         messages=len(replay.messages),
         chars=estimate_chars(replay.messages),
         first_request=_first_request(replay.messages),
@@ -62,9 +81,11 @@ def _session_files_newest_first(state_dir: Path) -> list[Path]:
     stamped: list[tuple[float, str, Path]] = []
     for path in folder.glob(f"{SESSION_PREFIX}*{SESSION_SUFFIX}"):
         try:
-            stamped.append((path.stat().st_mtime, path.name, path))
+            info = path.lstat()
         except OSError:
             continue
+        if stat.S_ISREG(info.st_mode):  # a FIFO would hang the reader, a symlink may lead to /dev/zero
+            stamped.append((info.st_mtime, path.name, path))
     return [path for _, _, path in sorted(stamped, reverse=True)]
 
 
@@ -103,9 +124,10 @@ def find_session(state_dir: Path, wanted: str) -> Path | None:
     if not folder.is_dir() or "/" in wanted or wanted in ("", ".", ".."):
         return None
     exact = folder / f"{SESSION_PREFIX}{wanted}{SESSION_SUFFIX}"
-    if exact.is_file():
+    if is_regular(exact):
         return exact
-    matches = [path for path in folder.glob(f"{SESSION_PREFIX}*{SESSION_SUFFIX}") if session_id(path).startswith(wanted)]
+    matches = [path for path in folder.glob(f"{SESSION_PREFIX}*{SESSION_SUFFIX}")
+               if session_id(path).startswith(wanted) and is_regular(path)]
     return matches[0] if len(matches) == 1 else None
 
 
@@ -115,7 +137,12 @@ def resume_replay(state_dir: Path, wanted: str | None, undo_depth: int = 0) -> t
     if not wanted:
         return latest_replay(state_dir, undo_depth)
     path = find_session(state_dir, wanted)
-    return (SessionLog.replay(path, undo_depth), path) if path is not None else None
+    if path is None:
+        return None
+    try:
+        return SessionLog.replay(path, undo_depth, follow_symlinks=True), path  # a path the user named
+    except OSError:
+        return None
 
 
 def _first_request(messages: list[Message]) -> str:

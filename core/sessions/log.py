@@ -39,7 +39,9 @@ from core.archive import make_private_dir as archive_private_dir
 from core.compaction.steering import Compaction
 from core.events import Splice
 from core.history import estimate_chars, pairing_problems
+from core.history.intake import repair_history
 from core.history.messages import repair_pairing
+from core.jsonlines import BadLine, read_records
 from core.text import error_line
 
 SESSIONS_DIR = "sessions"
@@ -274,8 +276,13 @@ class SessionLog:
         return SessionLog.replay(path).messages
 
     @staticmethod
-    def replay(path: Path, undo_depth: int = 0) -> Replay:
+    def replay(path: Path, undo_depth: int = 0, *, follow_symlinks: bool = False) -> Replay:
         """Replay a session file: bad lines and records of the wrong shape are counted and skipped.
+
+        Only a regular file is read (OSError otherwise; a symlink only with `follow_symlinks`), a
+        line at a time with a bounded length (core/jsonlines.py). The history comes back fit to
+        send: text valid UTF-8 and tool ids the API accepts (`core.history.intake.repair_history`),
+        whatever wrote the file.
 
         With `undo_depth`, the newest that many compactions come back as undo records (in
         `Replay.compactions`): each one the history before its change and after it.
@@ -287,45 +294,40 @@ class SessionLog:
         broken = False  # a splice did not fit: later splices wait for the next snapshot
         pending: dict[str, Any] | None = None  # a compaction record: the change right after it is one
         undo: list[Compaction] = []
-        with path.open("r", encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if not line.strip():
-                    continue
-                replay.records += 1
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    replay.skipped += 1  # a line cut short by a crash
-                    pending = None
-                    continue
-                kind = entry.get("type") if isinstance(entry, dict) else None
-                marked, pending = pending, None
-                before = tuple(messages) if undo_depth and marked is not None and kind in ("splice", "replace") \
-                    and entry.get("reason") == marked.get("reason") else None
-                if kind == "message":
-                    messages.append(entry.get("message"))
-                    replay.skipped += not valid_message(entry.get("message"))
-                elif kind == "splice":
-                    added = None if broken else _apply_splices(messages, entry)
-                    broken = added is None
-                    replay.skipped += broken or not all(valid_message(message) for message in added or ())
-                    if not broken:
-                        _follow_undo(undo, entry, marked, before, messages, undo_depth)
-                elif kind == "replace" and isinstance(entry.get("messages"), list):
-                    messages = list(entry["messages"])
-                    replay.skipped += not all(valid_message(message) for message in messages)
-                    broken = False
+        for entry in read_records(path, follow_symlinks=follow_symlinks):
+            replay.records += 1
+            if isinstance(entry, BadLine):
+                replay.skipped += 1  # a line cut short by a crash, not JSON, too long or too deep
+                pending = None
+                continue
+            kind = entry.get("type") if isinstance(entry, dict) else None
+            marked, pending = pending, None
+            before = tuple(messages) if undo_depth and marked is not None and kind in ("splice", "replace") \
+                and entry.get("reason") == marked.get("reason") else None
+            if kind == "message":
+                messages.append(entry.get("message"))
+                replay.skipped += not valid_message(entry.get("message"))
+            elif kind == "splice":
+                added = None if broken else _apply_splices(messages, entry)
+                broken = added is None
+                replay.skipped += broken or not all(valid_message(message) for message in added or ())
+                if not broken:
                     _follow_undo(undo, entry, marked, before, messages, undo_depth)
-                elif kind == "compaction":
-                    pending = entry
-                elif kind == "pins" and isinstance(entry.get("ids"), list):
-                    replay.pins = [str(item) for item in entry["ids"] if isinstance(item, str)]
-                elif kind == "meta" and not replay.meta:
-                    replay.meta = entry
-                elif kind != "event":
-                    replay.skipped += 1
+            elif kind == "replace" and isinstance(entry.get("messages"), list):
+                messages = list(entry["messages"])
+                replay.skipped += not all(valid_message(message) for message in messages)
+                broken = False
+                _follow_undo(undo, entry, marked, before, messages, undo_depth)
+            elif kind == "compaction":
+                pending = entry
+            elif kind == "pins" and isinstance(entry.get("ids"), list):
+                replay.pins = [str(item) for item in entry["ids"] if isinstance(item, str)]
+            elif kind == "meta" and not replay.meta:
+                replay.meta = entry
+            elif kind != "event":
+                replay.skipped += 1
         messages = [message for message in messages if valid_message(message)]
-        replay.messages = repair_pairing(messages)
+        replay.messages = repair_pairing(repair_history(messages))  # sessions written before the repair
         replay.compactions = _usable_undo(undo)
         return replay
 
@@ -352,7 +354,8 @@ def _usable_undo(undo: list[Compaction]) -> list[Compaction]:
     record older than it, is left out: undo goes back newest first, through each in turn)."""
     usable: list[Compaction] = []
     for record in reversed(undo):
-        states = (record.before, record.after)
+        states = (tuple(repair_history(record.before)), tuple(repair_history(record.after)))
+        record = dataclasses.replace(record, before=states[0], after=states[1])
         if not all(all(valid_message(message) for message in state) and not pairing_problems(state)
                    for state in states):
             break

@@ -48,7 +48,6 @@ _BOMS: tuple[tuple[bytes, str, str], ...] = (
 )
 
 _SURROGATE_OR_CONTROL = re.compile(r"[\ud800-\udfff\x00-\x08\x0a-\x1f\x7f]")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def binary_kind(data: bytes) -> str | None:
@@ -144,11 +143,6 @@ def unescape_name(shown: str) -> str:
         return chr(code) if code < 0x20 or code == 0x7F else match.group()
 
     return _ESCAPED_BYTE.sub(back, shown)
-
-
-def valid_utf8(text: str) -> str:
-    """`text` with any lone surrogate shown as a visible escape, so it always encodes as UTF-8."""
-    return _SURROGATE.sub(_escape, text)
 
 
 NAME_ESCAPE_NOTE = (

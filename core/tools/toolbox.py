@@ -11,13 +11,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from core.text import valid_utf8
 from core.tools.base import Tool, ToolError, ToolOutput, fold_lines
 from core.tools.bash import BashTool
 from core.tools.compact import CompactTool
 from core.tools.edit_file import EditFileTool
 from core.tools.glob import GlobTool
 from core.tools.read_file import ReadFileTool
-from core.tools.text import valid_utf8
 from core.tools.workspace import Workspace, WorkspaceError
 from core.tools.write_file import WriteFileTool
 

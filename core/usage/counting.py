@@ -2,9 +2,10 @@
 
 `count_next_request` asks the model's `count_tokens` (system, tools and messages as they will be
 sent) and falls back to the tiktoken estimate, labelled with the reason, when the model cannot count
-(offline), is rate limited (429) or fails. A UI runs it in a worker after the history changes,
-debounced: `debounce` seconds of sleep first, so a newer change cancels an older count (Textual's
-`exclusive=True` worker does the cancelling).
+(offline), is rate limited (429), fails, or answers something that is not a plausible count (not a
+whole number, below 1, or far above what a request of this size can hold: `most_tokens`). A UI runs
+it in a worker after the history changes, debounced: `debounce` seconds of sleep first, so a newer
+change cancels an older count (Textual's `exclusive=True` worker does the cancelling).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from core.history.sizes import estimate_chars
 from core.history.store import History
 from core.history.tokens import TokenCounter
 from core.model.base import Model, ModelError
+from core.text import one_line
 from core.usage.prices import Window, window_for
 from core.usage.timeline import TokenCount
 
@@ -29,6 +32,18 @@ def estimate_request(
     if tools:
         extra += tokens.count_text(json.dumps(list(tools), default=str, ensure_ascii=False))
     return tokens.count(messages) + extra
+
+
+PER_CHAR = 4  # generous: a token covers at least one character of the request's JSON
+OVERHEAD_TOKENS = 100_000  # and more than any system text the API adds around a request
+
+
+def most_tokens(system: str, messages: Sequence[Any], tools: Sequence[Any]) -> int:
+    """The largest count_tokens answer believable for this request; anything above is a bad answer,
+    not a count (a huge number would be shown as exact and make the gauge lie)."""
+    chars = messages.chars if isinstance(messages, History) else estimate_chars(messages)
+    chars += len(system) + (len(json.dumps(list(tools), default=str, ensure_ascii=False)) if tools else 0)
+    return PER_CHAR * chars + OVERHEAD_TOKENS
 
 
 async def count_next_request(
@@ -53,7 +68,10 @@ async def count_next_request(
             reason = "count_tokens rate limited (429)" if error.kind == "rate_limit" else f"count_tokens failed: {error}"
         else:
             if exact is not None:
-                return TokenCount(int(exact), "api")
+                most = most_tokens(system, messages, tool_list)
+                if type(exact) is int and 1 <= exact <= most:
+                    return TokenCount(exact, "api")
+                reason = f"count_tokens answered {one_line(repr(exact), 40)}, implausible for this request"
     # A History is counted as it is (its tally costs the new messages only); a snapshot would be a plain list.
     counted = messages if isinstance(messages, History) else snapshot
     estimate = await asyncio.to_thread(estimate_request, tokens, system, counted, tool_list)
@@ -72,4 +90,4 @@ async def model_window(model: Model, setting: int | None = None) -> Window:
     return window_for(model.name, api_tokens, setting)
 
 
-__all__ = ["count_next_request", "estimate_request", "model_window"]
+__all__ = ["count_next_request", "estimate_request", "model_window", "most_tokens"]

@@ -18,8 +18,8 @@ answers with ``server.default`` (a plain ``"ok"`` text reply unless changed).
 
 Besides ``POST /v1/messages`` it serves ``POST /v1/messages/count_tokens`` (``estimate_tokens`` of
 the body unless scripted with ``server.script_count``: a number, an error such as
-``rate_limited()``, or a callable) and ``GET /v1/models/{id}`` for the ids in ``server.models``
-(id -> max_input_tokens). A request that carries ``cache_control`` (top level or on a block) gets
+``rate_limited()``, any JSON body with ``json_reply(...)``, or a callable) and
+``GET /v1/models/{id}`` for the ids in ``server.models`` (id -> max_input_tokens). A request that carries ``cache_control`` (top level or on a block) gets
 prompt-cache figures in its usage from a small deterministic cache (see ``PromptCache``).
 """
 
@@ -47,6 +47,7 @@ __all__ = [
     "Exchange",
     "FakeAnthropicServer",
     "Hang",
+    "JSONReply",
     "MessageReply",
     "PromptCache",
     "RecordedRequest",
@@ -57,6 +58,7 @@ __all__ = [
     "error_reply",
     "estimate_tokens",
     "hang",
+    "json_reply",
     "overloaded",
     "prompt_too_long",
     "rate_limited",
@@ -101,8 +103,17 @@ def _new_id(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:24]}"
 
 
+def _json_bytes(payload: Any) -> bytes:
+    """JSON as the API writes it: UTF-8, or with escapes for text that has no UTF-8 form (a lone
+    surrogate, which JSON can carry as ``\\udcff`` and a client decodes back to one)."""
+    try:
+        return json.dumps(payload, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return json.dumps(payload, ensure_ascii=True).encode()
+
+
 def _sse_frame(event: str, data: Mapping[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    return b"event: " + event.encode() + b"\ndata: " + _json_bytes(data) + b"\n\n"
 
 
 # --------------------------------------------------------------------------- recorded requests
@@ -187,7 +198,7 @@ class Exchange:
 
     def send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
         """Send a complete JSON response with a Content-Length."""
-        self.send_json_bytes(status, json.dumps(payload, ensure_ascii=False).encode(), headers)
+        self.send_json_bytes(status, _json_bytes(payload), headers)
 
     def send_json_bytes(
         self,
@@ -370,7 +381,7 @@ class MessageReply(Response):
             ]
         elif kind == "tool_use":
             start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-            raw = json.dumps(block.get("input", {}), ensure_ascii=False)
+            raw = _json_bytes(block.get("input", {})).decode()  # the JSON text, escaped where it must be
             # The real API opens with an empty fragment, then streams the JSON text in pieces.
             deltas = [{"type": "input_json_delta", "partial_json": ""}] + [
                 {"type": "input_json_delta", "partial_json": piece}
@@ -866,6 +877,22 @@ class CountReply(Response):
 
     def respond(self, exchange: Exchange) -> None:
         exchange.send_json(200, {"input_tokens": self.input_tokens})
+
+
+@dataclass
+class JSONReply(Response):
+    """Any JSON value as the body, with any status: e.g. ``{"input_tokens": null}`` for count_tokens."""
+
+    payload: Any
+    status: int = 200
+
+    def respond(self, exchange: Exchange) -> None:
+        exchange.send_json(self.status, self.payload)
+
+
+def json_reply(payload: Any, status: int = 200) -> JSONReply:
+    """A response whose body is ``payload`` as it is (whatever JSON a test wants the server to say)."""
+    return JSONReply(payload, status)
 
 
 CountItem = int | Response | Callable[[JSONDict], "int | Response"]

@@ -200,7 +200,7 @@ def run_sessions(args: argparse.Namespace) -> int:
         rows = [{"id": info.id, "path": str(info.path), "started": info.started, "last_active": info.last_active,
                  "messages": info.messages, "chars": info.chars, "first_request": info.first_request,
                  "resumable": info.resumable} for info in infos]
-        print(json.dumps(rows, ensure_ascii=True), flush=True)
+        print(json.dumps(rows, ensure_ascii=True, allow_nan=False), flush=True)
         return EXIT_OK
     if not infos:
         _print_err(f"ctxtui: no sessions in {workdir / '.ctxtui' / 'sessions'}")

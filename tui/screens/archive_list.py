@@ -1,4 +1,8 @@
-"""ArchiveListScreen: every file in the archive, newest first; Enter dismisses with the one to open."""
+"""ArchiveListScreen: every file in the archive, newest first; Enter dismisses with the one to open.
+
+A file the archive's manifest does not vouch for (ctxtui did not write it, or it changed since) is
+marked `⚠ not written by ctxtui` and cannot be restored from here (it can still be read).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ from textual.widgets.option_list import Option
 from core.archive import ArchivedFile
 from core.text import visible
 from tui.format import plural, size_bytes
+
+UNVOUCHED = "not written by ctxtui (or changed since)"
 
 
 class ArchiveListScreen(ModalScreen[ArchivedFile | None]):
@@ -62,11 +68,13 @@ class ArchiveListScreen(ModalScreen[ArchivedFile | None]):
         except OSError:
             stamp = "--:--:--"
         icon = "Σ" if item.kind == "transcript" else "↩"
+        foreign = item.own is False
         prompt = Content.assemble(
-            (f"{icon} ", "bold"),
+            ("⚠ " if foreign else f"{icon} ", "bold $text-warning" if foreign else "bold"),
             (f"{stamp}  ", "dim"),
             (f"{size_bytes(item.size):>9}  ", "dim"),
             visible(item.path),
+            (f"  {UNVOUCHED}" if foreign else "", "$text-warning"),
         )
         return Option(prompt, id=str(index))
 
@@ -83,6 +91,10 @@ class ArchiveListScreen(ModalScreen[ArchivedFile | None]):
         item = self.files[options.first().highlighted or 0]
         if item.kind == "transcript":
             self.notify("A transcript is not a tool result: open it to read it (enter).", severity="warning")
+            return
+        if item.own is False:
+            self.notify(f"{visible(item.path)} is {UNVOUCHED}: it is not restored (open it to read it).",
+                        severity="warning", markup=False)
             return
         restore = self.restore
         self.dismiss(None)

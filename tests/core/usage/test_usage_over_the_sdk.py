@@ -24,6 +24,7 @@ from tests.support.fakeapi import (
     MessageReply,
     PromptCache,
     estimate_tokens,
+    json_reply,
     prompt_too_long,
     rate_limited,
     server_error,
@@ -292,6 +293,40 @@ async def test_a_failing_count_tokens_falls_back_to_the_estimate(
     count = await agent.count_next_request()
     assert count.source == "estimate" and "count_tokens failed" in count.reason
     assert "\n" not in count.label
+
+
+BAD_COUNT_BODIES = {
+    "null": {"input_tokens": None},
+    "string": {"input_tokens": "12345"},
+    "object": {"input_tokens": {"value": 12}},
+    "list": {"input_tokens": [12]},
+    "float": {"input_tokens": 12.5},
+    "bool": {"input_tokens": True},
+    "negative": {"input_tokens": -5},
+    "zero": {"input_tokens": 0},
+    "huge": {"input_tokens": 10**15},
+    "beyond-int64": {"input_tokens": 2**70},
+    "missing": {"type": "count"},
+    "body-null": None,
+    "body-list": [1, 2],
+    "body-string": "12",
+}
+
+
+@pytest.mark.parametrize("body", BAD_COUNT_BODIES.values(), ids=BAD_COUNT_BODIES.keys())
+async def test_an_implausible_count_falls_back_to_the_labelled_estimate(
+    build: Build, anthropic_env: FakeAnthropicServer, body: Any
+) -> None:
+    agent = build()
+    await run(agent, "hello there")
+    anthropic_env.script_count(json_reply(body))
+
+    count = await agent.count_next_request()
+
+    assert (count.source, count.exact) == ("estimate", False)
+    assert count.tokens == estimate_request(agent.tokens, agent.system_prompt, agent.messages, agent.toolbox.schemas)
+    assert count.label.startswith("estimated (tiktoken, count_tokens ") and "\n" not in count.label
+    assert (await agent.count_next_request()).exact  # the next answer, a real count, is believed again
 
 
 # --------------------------------------------------------------------------- the window

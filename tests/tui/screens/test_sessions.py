@@ -4,6 +4,7 @@ running app (chat, prompt history, inspector)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +120,24 @@ async def test_the_picker_resumes_the_chosen_session(tmp_path: Path) -> None:
     newest = list_sessions(tmp_path / ".ctxtui")[0]
     assert newest.first_request == "read a.txt" and newest.messages == resumed + 4
     assert newest.path != path and path.read_bytes() == recorded  # a new file records it; the old one is untouched
+
+
+async def test_the_picker_shows_sessions_whose_created_stamp_is_not_a_time(tmp_path: Path) -> None:
+    """issue 18 item 9: NaN, infinity or 1e300 as `created` fall back to the file's time."""
+    folder = tmp_path / ".ctxtui" / "sessions"
+    folder.mkdir(parents=True)
+    for number, created in enumerate(("NaN", "Infinity", "1e300")):
+        lines = ['{"type": "meta", "created": ' + created + "}",
+                 json.dumps({"type": "message", "message": {"role": "user", "content": f"stamped {number}"}})]
+        (folder / f"session_2024010{number}-000000-1-00000{number}.jsonl").write_text("\n".join(lines) + "\n")
+    agent = Agent.from_settings(Settings(workdir=tmp_path, offline=True))
+    app = CtxApp(agent)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen) and bool(app.screen.query(OptionList)))
+        options = app.screen.query_one(OptionList)
+        shown = "\n".join(str(options.get_option_at_index(i).prompt) for i in range(options.option_count))
+        assert all(f"stamped {number}" in shown for number in range(3))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, SessionsScreen))
+    await agent.aclose()
