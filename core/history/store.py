@@ -30,10 +30,10 @@ Measure = Callable[[Message], int]
 _MERGE_LIMIT = 4_096  # appends merged into one pending splice, at most
 
 
-class _Follower:
-    """Receives every splice of one History, in order."""
+class Follower:
+    """Receives every splice of one History, in order (a tally; in tests, a recorder of the splices)."""
 
-    def _push(self, splice: Splice, length_before: int) -> None:
+    def push(self, splice: Splice, length_before: int) -> None:
         raise NotImplementedError
 
 
@@ -48,7 +48,7 @@ class History(list[Message]):
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         super().__init__(messages)
         self.version = 0
-        self._followers: weakref.WeakSet[_Follower] = weakref.WeakSet()
+        self._followers: weakref.WeakSet[Follower] = weakref.WeakSet()
         self._tallies: dict[str, Tally] = {}
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
@@ -59,9 +59,9 @@ class History(list[Message]):
     def _record(self, splice: Splice, length_before: int) -> None:
         self.version += 1
         for follower in list(self._followers):
-            follower._push(splice, length_before)
+            follower.push(splice, length_before)
 
-    def follow(self, follower: _Follower) -> None:
+    def follow(self, follower: Follower) -> None:
         """Send every later splice to `follower` (held weakly: a dropped view stops receiving)."""
         self._followers.add(follower)
 
@@ -183,7 +183,7 @@ class History(list[Message]):
         self.replace(list(reversed(self)))
 
 
-class Tally(_Follower):
+class Tally(Follower):
     """One figure per message of a History (e.g. its JSON length), updated from the splices.
 
     Splices queue up as they happen (cheap, on the event loop) and are applied when a figure is
@@ -201,7 +201,7 @@ class Tally(_Follower):
         self._flush_lock = threading.Lock()  # one flush at a time; guards _values and _total
         history.follow(self)
 
-    def _push(self, splice: Splice, length_before: int) -> None:
+    def push(self, splice: Splice, length_before: int) -> None:
         with self._lock:
             pending = self._pending
             if splice.start == 0 and splice.removed == length_before:

