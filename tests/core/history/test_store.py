@@ -45,7 +45,7 @@ class Splices(Follower):
 
     def push(self, splice: Splice, length_before: int) -> None:
         if splice.start == 0 and splice.removed == length_before:
-            self.pending = [splice]  # everything was replaced: what came before no longer matters
+            self.pending = [Splice(0, -1, splice.added)]  # all replaced (-1: whatever was there before)
         else:
             self.pending.append(splice)
 
