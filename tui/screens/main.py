@@ -23,7 +23,7 @@ from textual.containers import Horizontal
 from textual.geometry import Size
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widgets import ContentSwitcher, Footer
 
 from core.agent import Agent
 from core.archive import ArchiveError
@@ -38,11 +38,13 @@ from tui.screens.oversize import OversizeScreen
 from tui.screens.permission import PermissionScreen
 from tui.screens.sessions import SessionsScreen
 from tui.screens.steering import STEERING_WITH_ARGUMENT, Steering
+from tui.widgets.breakdown import BreakdownView
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_pane import ChatPane
 from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.inspector import Inspector, InspectorStart, request_extra
 from tui.widgets.message_tree import MessageTree
+from tui.widgets.timeline import TimelineView
 from tui.widgets.title_bar import TitleBar
 
 NARROW_WIDTH = 110
@@ -122,6 +124,18 @@ class MainScreen(Screen[None]):
     @property
     def message_tree(self) -> MessageTree:
         return self.inspector.message_tree
+
+    @property
+    def views(self) -> ContentSwitcher:
+        return self.inspector.views
+
+    @property
+    def breakdown_view(self) -> BreakdownView:
+        return self.inspector.breakdown_view
+
+    @property
+    def timeline_view(self) -> TimelineView:
+        return self.inspector.timeline_view
 
     async def on_mount(self) -> None:
         self.gauge.mirror = self.query_one("#mini-gauge", ContextGauge)
