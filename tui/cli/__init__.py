@@ -302,11 +302,19 @@ def _check_combinations(args: argparse.Namespace) -> None:
 
 
 def _check_serve(args: argparse.Namespace) -> None:
-    """What every browser tab would refuse, refused once here: the settings, and the workdir (a demo
-    makes its own per tab)."""
+    """What every browser tab would refuse, refused once here: the settings, the workdir (a demo
+    makes its own per tab) and a --resume with nothing to continue."""
+    from core.sessions.listing import ResumeError, resume_replay
+
     _config(args)
-    if not args.demo:
-        _workdir(args)
+    if args.demo:
+        return
+    workdir = _workdir(args)
+    if args.resume is not None:
+        try:
+            resume_replay(workdir.resolve() / ".ctxtui", args.resume if isinstance(args.resume, str) else None)
+        except ResumeError as error:
+            raise UsageError(str(error)) from error
 
 
 def _main(argv: list[str]) -> int:

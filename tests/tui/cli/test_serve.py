@@ -316,3 +316,11 @@ def test_the_tab_command_cannot_import_from_the_current_directory() -> None:
     args = parsed(["--serve", "--offline"])
     words = tab_command(args).split()
     assert words[:4] == [sys.executable, "-P", "-m", "tui.cli"]
+
+
+def test_serve_refuses_at_start_what_every_tab_would_refuse(tmp_path: Path) -> None:
+    for flags, expected in ((["--resume"], "--resume: no session in"), (["--set", "bash_timeout=nan"], "out of range")):
+        result = ctxtui("--serve", "--port", "0", "--offline", "--workdir", str(tmp_path), *flags)
+        assert result.returncode == 2, result.stderr
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and expected in lines[0], lines
