@@ -37,6 +37,7 @@ from typing import Any
 import aiofiles
 
 from core.history.sizes import dumps
+from core.private import NO_FOLLOW, make_private_dir, private_opener
 from core.text import error_line
 
 TRANSCRIPTS_DIR = ".transcripts"
@@ -46,51 +47,6 @@ MANIFEST_NAME = ".manifest"  # no .jsonl or .txt suffix: globs for archive files
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_ID_CHARS = 80
-
-PRIVATE_DIR_MODE = 0o700
-PRIVATE_FILE_MODE = 0o600
-_GITIGNORE = ".gitignore"
-
-
-def make_private_dir(path: Path, base: Path) -> None:
-    """Create `path` and its missing parents below `base` as private ctxtui directories.
-
-    Each directory between `base` (exclusive) and `path` (inclusive) is made 0700 (tightened if it
-    already exists); the top one (e.g. `.task_outputs/`) holds a `.gitignore` of `*`, which keeps
-    it and everything below out of the user's `git status` (nested ones need none). A
-    symlink on the way is left alone (callers refuse directories that lead elsewhere). Synchronous;
-    raises OSError.
-    """
-    if not Path(path).is_relative_to(base):
-        raise ValueError(f"{path} is not inside {base}")
-    os.makedirs(base, exist_ok=True)  # the workdir itself is the user's: made only if missing, mode untouched
-    chain: list[Path] = []
-    current = Path(path)
-    while current != base:
-        chain.append(current)
-        current = current.parent
-    for folder in reversed(chain):
-        try:
-            os.mkdir(folder, PRIVATE_DIR_MODE)
-        except FileExistsError:
-            pass
-        info = os.lstat(folder)
-        if not stat.S_ISDIR(info.st_mode):
-            return
-        if stat.S_IMODE(info.st_mode) != PRIVATE_DIR_MODE:
-            os.chmod(folder, PRIVATE_DIR_MODE)
-        ignore = folder / _GITIGNORE
-        if folder.parent == base and not os.path.lexists(ignore):
-            with contextlib.suppress(FileExistsError):
-                fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
-                with os.fdopen(fd, "w") as handle:
-                    handle.write("*\n")
-
-
-def private_opener(path: str, flags: int) -> int:
-    """An `opener` for open()/aiofiles.open() that creates files 0600."""
-    return os.open(path, flags, PRIVATE_FILE_MODE)
-
 
 class ArchiveError(Exception):
     """Writing to or reading from the archive failed; the message is one line."""
@@ -423,7 +379,7 @@ class _Manifest:
                     for name, digest, tool_use_id, size in entries
                 )
                 manifest = folder / MANIFEST_NAME
-                handle = os.open(manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                handle = os.open(manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NO_FOLLOW, 0o600)
                 try:
                     os.write(handle, lines.encode("ascii"))
                 finally:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import stat
 import tempfile
 import tomllib
 from collections.abc import Mapping
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from core.compaction import CompactionSettings
+from core.config_ranges import RangeError, check_ranges, range_of
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # the newest Sonnet the installed SDK lists
 DEFAULT_THEME = "textual-dark"
@@ -352,9 +354,20 @@ def resolve_config(
             target = compaction if key[0] == "compaction" else top
             target[key[-1]] = value
             sources[key] = label(key)
-    if not isinstance(top["undo_depth"], int) or top["undo_depth"] < 0:
-        raise ConfigError(f"undo_depth must be a whole number, 0 or more ({sources.get(('undo_depth',), 'default')})")
+    if ("bash_timeout",) not in sources and _above(top["bash_timeout"], top["max_bash_timeout"]):
+        top["bash_timeout"] = top["max_bash_timeout"]  # only max_bash_timeout was set: the default follows it
+        sources[("bash_timeout",)] = "default, lowered to max_bash_timeout"
+    try:
+        check_ranges(top, compaction, sources)
+    except RangeError as error:
+        raise ConfigError(str(error)) from None
     return ResolvedConfig(path, top, check_compaction(compaction, sources), sources)
+
+
+def _above(value: Any, limit: Any) -> bool:
+    """`value` is a number above `limit`, itself a valid max_bash_timeout."""
+    allowed = range_of(("max_bash_timeout",))
+    return allowed is not None and allowed.holds(limit) and isinstance(value, int | float) and value > limit
 
 
 def check_compaction(values: dict[str, Any], sources: Mapping[tuple[str, ...], str] | None = None) -> CompactionSettings:
@@ -393,14 +406,21 @@ def check_compaction(values: dict[str, Any], sources: Mapping[tuple[str, ...], s
 
 def save_setting(key: str, value: Any, path: Path | None = None) -> Path:
     """Set one key (`theme`, `model`, `compaction.context_char_limit`) in the config file, keeping the
-    other keys and the comments; validated first, written atomically. Returns the file's path."""
+    other keys and the comments; validated first (type and range), written atomically. A config file
+    that is a symlink (dotfiles kept in a repository) is written through: the file it points to is
+    replaced, the link stays, and the file keeps its mode. Returns the path written."""
     import tomlkit
 
     path = config_path() if path is None else path
     parts = key.split(".")
     layer: dict[str, Any] = {parts[0]: value} if len(parts) == 1 else {parts[0]: {parts[1]: value}}
-    _validate_layer(layer, f"save_setting {key}", lambda item: ".".join(item))
-    document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.is_file() else tomlkit.document()
+    checked = _validate_layer(layer, f"save_setting {key}", lambda item: ".".join(item))
+    for item, converted in _walk(checked):
+        allowed = range_of(item)
+        if allowed is not None and not allowed.holds(converted):
+            raise ConfigError(f"save_setting {key}: {converted!r} is out of range: it must be {allowed.describe()}")
+    target = Path(os.path.realpath(path))  # through any symlink, to the file itself
+    document = tomlkit.parse(target.read_text(encoding="utf-8")) if target.is_file() else tomlkit.document()
     if len(parts) == 1:
         document[parts[0]] = value
     else:
@@ -409,17 +429,29 @@ def save_setting(key: str, value: Any, path: Path | None = None) -> Path:
             table = tomlkit.table()
             document[parts[0]] = table
         table[parts[1]] = value
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".config-", suffix=".toml", dir=path.parent)
+    _replace_file(target, tomlkit.dumps(document))
+    return target
+
+
+def _replace_file(target: Path, text: str) -> None:
+    """Write `text` to a temporary file beside `target`, with `target`'s mode when it exists, and rename
+    it over `target` (a reader sees the old file or the new one, never half of it)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = None
+    handle, temporary = tempfile.mkstemp(prefix=".config-", suffix=".toml", dir=target.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(tomlkit.dumps(document))
-        os.replace(temporary, path)
+            if mode is not None:
+                os.fchmod(stream.fileno(), mode)
+            stream.write(text)
+        os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-    return path
 
 
 def effective_toml(config: ResolvedConfig) -> str:

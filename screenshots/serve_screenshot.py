@@ -3,8 +3,8 @@
 Run: .venv/bin/python screenshots/serve_screenshot.py   (needs the serve extra and /usr/bin/chromium,
 Debian's chromium package; without it the script says so and exits 0 without a picture)
 
-It starts `ctxtui --serve --offline` on a free loopback port in a fresh workdir, waits for the page to
-answer, opens it in headless Chromium through the DevTools protocol (aiohttp, which the serve extra
+It starts `ctxtui --serve --offline` on a free loopback port (`--port 0`) in a fresh workdir, reads the
+URL it prints (the page lives under a per-run secret path), waits for the page to answer, opens it in headless Chromium through the DevTools protocol (aiohttp, which the serve extra
 brings, speaks its websocket), waits until the app's first bytes arrive, types a prompt, waits a few
 seconds for the reply to be painted (the terminal is a canvas, so there is no text to wait for) and
 captures the PNG. Chromium runs with a throwaway profile and with
@@ -17,6 +17,7 @@ import asyncio
 import base64
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -35,6 +36,16 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def printed_url(server: subprocess.Popen[str]) -> str:
+    """The URL `ctxtui --serve` prints on stderr at start (its secret path is the only way in)."""
+    assert server.stderr is not None
+    for _ in range(5):
+        found = re.search(r"http://\S+/", server.stderr.readline())
+        if found:
+            return found.group(0)
+    raise SystemExit("serve_screenshot: ctxtui --serve printed no URL")
 
 
 def wait_for(url: str, attempts: int = 200) -> None:
@@ -121,18 +132,17 @@ def main() -> int:
     if not CHROMIUM.exists():
         print(f"serve_screenshot: {CHROMIUM} not found (apt-get install chromium); no screenshot taken")
         return 0
-    port = free_port()
     with tempfile.TemporaryDirectory(prefix="ctxtui-serve-") as scratch:
         workdir = Path(scratch) / "work"
         workdir.mkdir()
         (workdir / "notes.txt").write_text("ctxtui in a browser\n", encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXTUI_"))}
         server = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", "--serve", "--port", str(port), "--offline", "--workdir", str(workdir)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            [sys.executable, "-m", "tui.cli", "--serve", "--port", "0", "--offline", "--workdir", str(workdir)],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
         )
         try:
-            url = f"http://127.0.0.1:{port}/"
+            url = printed_url(server)
             wait_for(url)
             asyncio.run(capture(url, Path(scratch) / "profile"))
         finally:

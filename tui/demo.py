@@ -1,6 +1,8 @@
 """`ctxtui --demo`: a scripted offline session that walks through every compaction step.
 
-It writes a small fake project into the workdir and returns the commands to type. With the
+It writes a small fake project into a folder of its own (never over a file of the user's: a given
+`--workdir` that is not empty gets a fresh subfolder, see `choose_workdir`) and returns the commands
+to type. With the
 default settings the session crosses 50,000 chars and fires, in this order:
 tool_result_budget and fit_tool_results (one huge batch), micro_compact (older reads over the
 limit), snip_compact (50 messages), compact_history (a pasted log that only a summary can
@@ -11,6 +13,8 @@ app as a user would.
 from __future__ import annotations
 
 import asyncio
+import os
+import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -51,16 +55,45 @@ def _log_text(name: str, chars: int) -> str:
     return "\n".join(lines)[:chars] + "\n"
 
 
+DEMO_PREFIX = "ctxtui-demo-"
+
+
+def choose_workdir(requested: Path | None) -> tuple[Path, str | None]:
+    """The folder the demo writes its project into, and a line saying so when it is not the one asked for.
+
+    No `--workdir`: a fresh temporary folder. A missing or empty `--workdir`: that folder. One that
+    holds anything: a fresh subfolder inside it, so that no file of the user's is ever changed.
+    Raises OSError when the folder cannot be made, NotADirectoryError when `requested` is a file.
+    """
+    if requested is None:
+        return Path(tempfile.mkdtemp(prefix=DEMO_PREFIX)), None
+    if requested.exists() and not requested.is_dir():
+        raise NotADirectoryError(f"--workdir {requested} is not a directory")
+    requested.mkdir(parents=True, exist_ok=True)
+    with os.scandir(requested) as entries:
+        empty = next(entries, None) is None
+    if empty:
+        return requested, None
+    fresh = Path(tempfile.mkdtemp(prefix=DEMO_PREFIX, dir=requested))
+    return fresh, (f"--workdir {requested} is not empty, so the demo runs in a new folder inside it, {fresh} "
+                   "(no file of yours is changed)")
+
+
+def _write_new(path: Path, text: str) -> None:
+    """Create `path` with `text`; an existing file (or a link in its place) is never written (FileExistsError)."""
+    with path.open("x", encoding="utf-8") as handle:
+        handle.write(text)
+
+
 def _write_files(workdir: Path) -> None:
     (workdir / "logs").mkdir(parents=True, exist_ok=True)
     (workdir / "src").mkdir(parents=True, exist_ok=True)
-    (workdir / "logs" / "build.log").write_text(_log_text("build", 150_000), encoding="utf-8")
-    (workdir / "logs" / "test.log").write_text(_log_text("test", 100_000), encoding="utf-8")
+    _write_new(workdir / "logs" / "build.log", _log_text("build", 150_000))
+    _write_new(workdir / "logs" / "test.log", _log_text("test", 100_000))
     for index in range(1, _MODULES + 1):
-        (workdir / "src" / f"module_{index:02d}.py").write_text(_module_text(index, 6_000), encoding="utf-8")
-    (workdir / "README.md").write_text(
-        "# Demo project\n\nA pretend service used by `ctxtui --demo` to fill the context.\n", encoding="utf-8"
-    )
+        _write_new(workdir / "src" / f"module_{index:02d}.py", _module_text(index, 6_000))
+    _write_new(workdir / "README.md",
+               "# Demo project\n\nA pretend service used by `ctxtui --demo` to fill the context.\n")
 
 
 async def build_demo_workspace(workdir: Path) -> None:

@@ -48,7 +48,7 @@ class Stack:
 
 def build_stack(settings: Settings, model: Model | None = None) -> Stack:
     """The parts of an agent for `settings` (offline model without a key; with `--resume`, the
-    session it continues, replayed once)."""
+    session it continues, replayed once: ResumeError when there is none to continue)."""
     workdir = settings.workdir.resolve()
     settings = dataclasses.replace(settings, workdir=workdir)
     model = model or make_model(settings)
@@ -65,8 +65,8 @@ def build_stack(settings: Settings, model: Model | None = None) -> Stack:
     )
     compactor = Compactor(archive, summarize=summarizer(model, settings.summary_instructions),
                           settings=settings.compaction)
-    found = resume_replay(settings.state_dir, settings.resume_id, settings.undo_depth) if settings.resume else None
-    replay, resumed = found if found is not None else (Replay(), None)
+    replay, resumed = (resume_replay(settings.state_dir, settings.resume_id, settings.undo_depth) if settings.resume
+                       else (Replay(), None))
     session = SessionLog.create(settings.state_dir, {"model": model.name, "workdir": str(workdir)})
     return Stack(settings, model, toolbox, compactor, session, replay, resumed)
 

@@ -97,7 +97,8 @@ class Conversation:
         error = self.session.error if self.session is not None else None
         if error and error != self._session_error:
             self._session_error = error
-            notice = Notice(f"{error} (kept in memory, retried on the next write)", "session")
+            failure = self.session.failure() if self.session is not None else error  # what is not saved, too
+            notice = Notice(f"{failure} (kept in memory, retried on the next write)", "session")
             self.log(notice)
             return notice
         return None

@@ -112,6 +112,19 @@ def current_request(messages: Sequence[Message]) -> str:
 USER_PIN_PREFIX = "user:"
 
 
+def persons_words(message: Any) -> bool:
+    """A user message of the person's own text (a string or text blocks): not a tool result, not a
+    marker (a snip marker or a summary stands for archived messages), not empty."""
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return False
+    content = message.get("content")
+    if isinstance(content, str):
+        return bool(content) and parse_marker(content) is None
+    if isinstance(content, list):
+        return bool(content) and all(isinstance(block, dict) and block.get("type") == "text" for block in content)
+    return False
+
+
 def user_pin_key(message: Any) -> str | None:
     """The key that pins this user message (`user:` and a digest of its content), else None.
 
@@ -120,18 +133,9 @@ def user_pin_key(message: Any) -> str | None:
     archived messages). The key follows the content, so it survives the message moving when a
     step removes messages before it; two messages with the same text share one key.
     """
-    if not isinstance(message, dict) or message.get("role") != "user":
+    if not persons_words(message):
         return None
-    content = message.get("content")
-    if isinstance(content, str):
-        if not content or parse_marker(content) is not None:
-            return None
-    elif isinstance(content, list):
-        if not content or not all(isinstance(block, dict) and block.get("type") == "text" for block in content):
-            return None
-    else:
-        return None
-    canonical = json.dumps(content, ensure_ascii=False, sort_keys=True, default=str)
+    canonical = json.dumps(message["content"], ensure_ascii=False, sort_keys=True, default=str)
     return USER_PIN_PREFIX + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 

@@ -15,14 +15,13 @@ from __future__ import annotations
 import json
 import os
 import secrets as random
-import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.archive import PRIVATE_FILE_MODE, make_private_dir
+from core.private import OutsideWorkdirError, open_private_dir, open_private_file
 from core.proxy.http import scrub
 
 RECORD_VERSION = 1
@@ -52,13 +51,14 @@ class Recorder:
 
     def prepare(self) -> None:
         """Create the folder (0700, `.ctxtui/.gitignore`), refusing one that is a symlink or lies elsewhere."""
+        os.close(self._open_folder())
+
+    def _open_folder(self) -> int:
+        """The folder, walked from the workdir without following a link (core/private.py); the caller closes it."""
         try:
-            make_private_dir(self.folder, self.workdir)
-            for folder in (self.folder.parent, self.folder):
-                if not stat.S_ISDIR(os.lstat(folder).st_mode):
-                    raise RecordError(f"{folder} is not a directory (a symlink or a file): not recording there")
-        except RecordError:
-            raise
+            return open_private_dir(self.folder, self.workdir)
+        except OutsideWorkdirError as error:
+            raise RecordError(f"{error}: not recording there") from None
         except OSError as error:
             raise RecordError(f"cannot create {self.folder}: {error.strerror or error}") from None
 
@@ -69,11 +69,10 @@ class Recorder:
         """Add one record line to the exchange's file (`first`: create it, 0600, never over another)."""
         line = scrub(json.dumps(record, ensure_ascii=False, default=str), _escaped(secrets)) + "\n"
         path = self.path_of(exchange_id)
-        flags = os.O_WRONLY | os.O_NOFOLLOW | (os.O_CREAT | os.O_EXCL if first else os.O_APPEND)
+        flags = os.O_WRONLY | (os.O_CREAT | os.O_EXCL if first else os.O_APPEND)
+        folder = self._open_folder()
         try:
-            if first:
-                self.prepare()
-            fd = os.open(path, flags, PRIVATE_FILE_MODE)
+            fd = open_private_file(folder, path.name, flags)
             try:
                 data = line.encode("utf-8", "surrogatepass")
                 while data:
@@ -82,6 +81,8 @@ class Recorder:
                 os.close(fd)
         except OSError as error:
             raise RecordError(f"cannot write {path}: {error.strerror or error}") from None
+        finally:
+            os.close(folder)
         if first:
             self.written += 1
         return path

@@ -8,14 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.history.messages import text_of
 from core.history.sizes import estimate_chars
 from core.jsonlines import is_regular
 from core.sessions.log import (
     SESSION_PREFIX,
     SESSION_SUFFIX,
     SESSIONS_DIR,
-    Message,
     Replay,
     SessionLog,
     session_id,
@@ -68,7 +66,7 @@ def session_info(path: Path) -> SessionInfo | None:
         last_active=modified,
         messages=len(replay.messages),
         chars=estimate_chars(replay.messages),
-        first_request=_first_request(replay.messages),
+        first_request=replay.first_request,
         skipped=replay.skipped,
         resumable=replay.valid,
     )
@@ -131,24 +129,29 @@ def find_session(state_dir: Path, wanted: str) -> Path | None:
     return matches[0] if len(matches) == 1 else None
 
 
-def resume_replay(state_dir: Path, wanted: str | None, undo_depth: int = 0) -> tuple[Replay, Path] | None:
+class ResumeError(ValueError):
+    """`--resume` found nothing to continue (one line); a new session is never started silently instead."""
+
+
+def resume_replay(state_dir: Path, wanted: str | None, undo_depth: int = 0) -> tuple[Replay, Path]:
     """The session `--resume` continues, replayed once: the one named, else the newest that replays to
-    a valid history."""
+    a valid history. ResumeError when there is none, or the one named has no history to continue."""
+    folder = state_dir / SESSIONS_DIR
     if not wanted:
-        return latest_replay(state_dir, undo_depth)
+        found = latest_replay(state_dir, undo_depth)
+        if found is None:
+            raise ResumeError(f"--resume: no session in {folder} has a history to continue "
+                              "(see ctxtui sessions; start without --resume for a new one)")
+        return found
     path = find_session(state_dir, wanted)
     if path is None:
-        return None
+        raise ResumeError(f"--resume {wanted}: no such session in {folder} (see ctxtui sessions)")
     try:
-        return SessionLog.replay(path, undo_depth, follow_symlinks=True), path  # a path the user named
-    except OSError:
-        return None
-
-
-def _first_request(messages: list[Message]) -> str:
-    for message in messages:
-        if message.get("role") == "user":
-            text = text_of(message)
-            if text:
-                return text
-    return ""
+        replay = SessionLog.replay(path, undo_depth, follow_symlinks=True)  # a path the user named
+    except OSError as error:
+        raise ResumeError(f"--resume {wanted}: cannot read {path}: {error.strerror or error}") from None
+    if not replay.valid:
+        unreadable = f", {replay.skipped} of its {replay.records} records unreadable" if replay.skipped else ""
+        raise ResumeError(f"--resume {wanted}: session {session_id(path)} has no history to continue "
+                          f"(empty{unreadable}); see ctxtui sessions")
+    return replay, path

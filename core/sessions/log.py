@@ -15,10 +15,14 @@ Records are queued synchronously (callable from `finally` blocks) and written by
 in a worker thread. Settings and environment (the API key above all) are never recorded.
 
 Crash safety: a record is one line, and the log remembers the size of the file after its last
-complete write. A write that fails part way (a full disk) leaves a fragment; before the next attempt
-the file is truncated back to that size, so the retried lines never get glued to the fragment.
-Loading validates every record (messages must be API-shaped) and repairs the tool pairing, so a bad
-or missing line costs that line, never the session. Files are 0600 in a 0700 directory.
+complete write. A write that fails part way (a full disk) is cut back to that size at once, so no
+broken line stays in the file; the lines it held stay queued for the next attempt, and `unsaved`
+says what they are. Loading validates every record (messages must be API-shaped) and repairs the
+tool pairing, so a bad or missing line costs that line, never the session. Files are 0600 in a
+0700 directory inside the workdir, reached without following links (core/private.py).
+
+Nothing is written until the session has a history record (a message, a splice or a snapshot): a
+start that never got a request leaves no file behind, so `ctxtui sessions` lists no empty rows.
 """
 
 from __future__ import annotations
@@ -35,18 +39,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from core.archive import make_private_dir as archive_private_dir
 from core.compaction.steering import Compaction
 from core.events import Splice
 from core.history import estimate_chars, pairing_problems
 from core.history.intake import repair_history
-from core.history.messages import repair_pairing
+from core.history.messages import persons_words, repair_pairing, text_of
 from core.jsonlines import BadLine, read_records
+from core.private import open_private_dir, open_private_file
 from core.text import error_line
 
 SESSIONS_DIR = "sessions"
 SESSION_PREFIX = "session_"
 SESSION_SUFFIX = ".jsonl"
+HISTORY_RECORDS = frozenset({"message", "splice", "replace"})  # the records that make a session worth a file
 
 Message = dict[str, Any]
 
@@ -98,11 +103,6 @@ def session_id(path: Path) -> str:
     return name[: -len(SESSION_SUFFIX)] if name.endswith(SESSION_SUFFIX) else name
 
 
-def make_private_dir(folder: Path) -> None:
-    """Create the sessions folder (`<workdir>/.ctxtui/sessions`) 0700, `.ctxtui/` with a `.gitignore` of `*`."""
-    archive_private_dir(folder, folder.parent.parent)
-
-
 def _write_chunk(fd: int, data: memoryview) -> int:
     """One os.write (a seam where tests inject short writes and full disks)."""
     return os.write(fd, data)
@@ -118,6 +118,7 @@ class Replay:
     skipped: int = 0  # lines that were cut, not JSON, or not of a valid shape
     pins: list[str] = field(default_factory=list)  # the last "pins" record: pinned tool_use ids and user: keys
     compactions: list[Compaction] = field(default_factory=list)  # undo records, oldest first (replay(undo_depth=))
+    first_request: str = ""  # the first words of the person the file recorded (not a summary or marker)
 
     @property
     def valid(self) -> bool:
@@ -130,12 +131,12 @@ class SessionLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._queue: list[bytes] = []
+        self._queue: list[tuple[bytes, str]] = []  # (line, record type)
         self._wake = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
         self._good_size: int | None = None  # the file's size after the last complete write
-        self._dir_ready = False  # the private sessions directory exists (made by the first write)
+        self._started = False  # a history record was queued: from then on the file is written
         self._edits = 0  # bytes of splice records since the last snapshot
         self.error: str | None = None
 
@@ -151,14 +152,34 @@ class SessionLog:
 
     def record(self, entry: dict[str, Any]) -> None:
         """Queue one record; never blocks, never raises."""
-        self._queue_line(_encode_line(entry))
+        self._queue_line(_encode_line(entry), str(entry.get("type")))
 
-    def _queue_line(self, line: bytes) -> None:
+    def _queue_line(self, line: bytes, kind: str) -> None:
         if self._closed:
             return
-        self._queue.append(line)
-        self._wake.set()
-        self._ensure_writer()
+        self._queue.append((line, kind))
+        self._started = self._started or kind in HISTORY_RECORDS
+        if self._started:  # until then the records wait in memory: a session without history leaves no file
+            self._wake.set()
+            self._ensure_writer()
+
+    @property
+    def unsaved(self) -> str | None:
+        """What is queued but not on disk, in words ("3 changes of the history and 1 other record (2,048
+        bytes)"), or None when everything is saved."""
+        if not self._started or not self._queue:
+            return None
+        history = sum(kind in HISTORY_RECORDS for _, kind in self._queue)
+        parts = [_count(history, "change", " of the history"), _count(len(self._queue) - history, "other record")]
+        size = sum(len(line) for line, _ in self._queue)
+        return f"{' and '.join(part for part in parts if part)} ({size:,} bytes)"
+
+    def failure(self) -> str | None:
+        """Why the log is not complete on disk and what is missing from it (one line), or None when it is."""
+        if self.error is None:
+            return None
+        unsaved = self.unsaved
+        return self.error + (f"; not saved: {unsaved}" if unsaved else "")
 
     def message(self, message: dict[str, Any]) -> None:
         self.record({"type": "message", "message": message})
@@ -200,7 +221,7 @@ class SessionLog:
             self.replace(messages, reason)
             return
         self._edits += len(line)
-        self._queue_line(line)
+        self._queue_line(line, "splice")
 
     def event(self, event: Any) -> None:
         if dataclasses.is_dataclass(event) and not isinstance(event, type):
@@ -219,50 +240,61 @@ class SessionLog:
         while self._queue:
             lines, self._queue = self._queue, []
             try:
-                await asyncio.to_thread(self._append_sync, b"".join(lines))
+                await asyncio.to_thread(self._append_sync, b"".join(line for line, _ in lines))
                 self.error = None
             except OSError as error:
                 # Keep the lines: they are written by the next flush once the disk allows it.
-                self._dir_ready = False
                 self._queue[:0] = lines
                 self.error = f"cannot write session log {self.path}: {error_line(error)}"
                 return
             self._wake.clear()
 
     def _append_sync(self, data: bytes) -> None:
-        """Append whole lines; a failed attempt leaves the file as it was after the last good one."""
-        if not self._dir_ready:  # made once; after a failed write, made again (it may have gone)
-            make_private_dir(self.path.parent)
-            self._dir_ready = True
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        """Append whole lines; a failed attempt leaves the file as it was after the last good one.
+
+        The sessions directory is walked (and made) from the workdir each time without following a
+        link, so a `.ctxtui` or `sessions` swapped for a symlink is refused, never written through.
+        """
+        folder = self.path.parent
+        dir_fd = open_private_dir(folder, folder.parent.parent)
+        try:
+            fd = open_private_file(dir_fd, self.path.name, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        finally:
+            os.close(dir_fd)
         try:
             size = os.fstat(fd).st_size
             if self._good_size is None:
-                self._good_size = _end_of_last_line(self.path, size)
+                self._good_size = _end_of_last_line(fd, size)
             if size != self._good_size:
-                os.ftruncate(fd, self._good_size)  # drop the fragment of a failed write
-            view = memoryview(data)
-            while view:
-                written = _write_chunk(fd, view)
-                if written <= 0:
-                    raise OSError(f"short write ({len(data) - len(view)} of {len(data)} bytes)")
-                view = view[written:]
+                os.ftruncate(fd, self._good_size)  # drop the fragment of an earlier failed write
+            try:
+                view = memoryview(data)
+                while view:
+                    written = _write_chunk(fd, view)
+                    if written <= 0:
+                        raise OSError(f"short write ({len(data) - len(view)} of {len(data)} bytes)")
+                    view = view[written:]
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, self._good_size)  # no cut record stays in the file, even if no retry comes
+                raise
             self._good_size += len(data)
         finally:
             os.close(fd)
 
     async def flush(self) -> None:
-        """Write everything queued so far."""
+        """Write everything queued so far (nothing while the session has no history record)."""
         if self._writer is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._writer)
-        if self._queue:
+        if self._queue and self._started:
             await self._write_loop()
 
     def close_soon(self) -> None:
         """Close from synchronous code: what is queued is still written, nothing after it."""
         self._closed = True
-        self._ensure_writer()
+        if self._started:
+            self._ensure_writer()
 
     async def close(self) -> None:
         await self.flush()
@@ -307,16 +339,19 @@ class SessionLog:
             if kind == "message":
                 messages.append(entry.get("message"))
                 replay.skipped += not valid_message(entry.get("message"))
+                _note_request(replay, messages[-1:])
             elif kind == "splice":
                 added = None if broken else _apply_splices(messages, entry)
                 broken = added is None
                 replay.skipped += broken or not all(valid_message(message) for message in added or ())
                 if not broken:
+                    _note_request(replay, added or ())
                     _follow_undo(undo, entry, marked, before, messages, undo_depth)
             elif kind == "replace" and isinstance(entry.get("messages"), list):
                 messages = list(entry["messages"])
                 replay.skipped += not all(valid_message(message) for message in messages)
                 broken = False
+                _note_request(replay, messages)
                 _follow_undo(undo, entry, marked, before, messages, undo_depth)
             elif kind == "compaction":
                 pending = entry
@@ -330,6 +365,21 @@ class SessionLog:
         replay.messages = repair_pairing(repair_history(messages))  # sessions written before the repair
         replay.compactions = _usable_undo(undo)
         return replay
+
+
+def _note_request(replay: Replay, added: Sequence[Any]) -> None:
+    """Remember the first message of the person's own words the file records, in the order it recorded
+    them: a later summary or snip marker at the head of the history does not replace it."""
+    if replay.first_request:
+        return
+    for message in added:
+        if valid_message(message) and persons_words(message) and (text := text_of(message).strip()):
+            replay.first_request = text
+            return
+
+
+def _count(number: int, noun: str, tail: str = "") -> str:
+    return "" if not number else f"{number:,} {noun}" + ("" if number == 1 else "s") + tail
 
 
 def _follow_undo(
@@ -404,18 +454,14 @@ def _encode_line(entry: dict[str, Any]) -> bytes:
         return (json.dumps(entry, default=str, ensure_ascii=True) + "\n").encode("ascii")
 
 
-def _end_of_last_line(path: Path, size: int) -> int:
-    """The offset just after the last newline of an existing file (0 for an empty one)."""
-    if size == 0:
-        return 0
-    with path.open("rb") as handle:
-        position = size
-        while position > 0:
-            start = max(0, position - 65_536)
-            handle.seek(start)
-            chunk = handle.read(position - start)
-            newline = chunk.rfind(b"\n")
-            if newline >= 0:
-                return start + newline + 1
-            position = start
+def _end_of_last_line(fd: int, size: int) -> int:
+    """The offset just after the last newline of an open file of `size` bytes (0 for an empty one)."""
+    position = size
+    while position > 0:
+        start = max(0, position - 65_536)
+        chunk = os.pread(fd, position - start, start)
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        position = start
     return 0

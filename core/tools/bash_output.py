@@ -12,7 +12,7 @@ from typing import Any
 
 import aiofiles
 
-from core.archive import make_private_dir, private_opener
+from core.private import open_private_dir, open_private_file
 from core.text import error_line
 
 _UTF8_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
@@ -88,7 +88,9 @@ class Spill:
 
     The tool result keeps head and tail and names this file. At most `byte_limit` bytes are kept
     (an endless `yes` must not fill the disk); `truncated` then says the rest was dropped. Written
-    under a temporary name and renamed into place when the command ends.
+    under a temporary name and renamed into place when the command ends, both relative to the
+    folder opened once from the workdir without following links (a folder that is a symlink is
+    refused: `failed` says why, and nothing is written outside the workdir).
     """
 
     def __init__(self, folder: Path, workdir: Path, byte_limit: int) -> None:
@@ -99,6 +101,7 @@ class Spill:
         self.final = folder / f"bash-{stamp}-{secrets.token_hex(4)}.txt"
         self._temp = folder / f".{self.final.name}.tmp"
         self._handle: Any = None
+        self._dir_fd = -1
         self.written = 0
         self.truncated = False
         self.failed: str | None = None
@@ -114,8 +117,8 @@ class Spill:
                 return
         try:
             if self._handle is None:
-                await asyncio.to_thread(make_private_dir, self.folder, self.workdir)
-                self._handle = await aiofiles.open(self._temp, "xb", opener=private_opener)
+                self._dir_fd = await asyncio.to_thread(open_private_dir, self.folder, self.workdir)
+                self._handle = await aiofiles.open(self._temp.name, "xb", opener=self._opener)
             await self._handle.write(data)
             self.written += len(data)
         except OSError as error:
@@ -129,16 +132,28 @@ class Spill:
         try:
             await self._handle.close()
             self._handle = None
-            await asyncio.to_thread(os.rename, self._temp, self.final)
+            await asyncio.to_thread(os.rename, self._temp.name, self.final.name,
+                                    src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
         except OSError as error:
             self.failed = error_line(error)
             await self._discard()
             return None
+        self._close_dir()
         return self.final
+
+    def _opener(self, name: str, flags: int) -> int:
+        return open_private_file(self._dir_fd, name, flags)
+
+    def _close_dir(self) -> None:
+        fd, self._dir_fd = self._dir_fd, -1
+        if fd >= 0:
+            os.close(fd)
 
     async def _discard(self) -> None:
         handle, self._handle = self._handle, None
         with contextlib.suppress(OSError):
             if handle is not None:
                 await handle.close()
-            await asyncio.to_thread(os.remove, self._temp)
+            if self._dir_fd >= 0:
+                await asyncio.to_thread(os.remove, self._temp.name, dir_fd=self._dir_fd)
+        self._close_dir()

@@ -24,9 +24,12 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 MAX_SYMLINKS = 40
 
 # ctxtui's own state: readable by the tools, never written by them (DESIGN: archive files are never
-# overwritten; a planted session would be loaded by --resume; git config and hooks run code).
+# overwritten; a planted session would be loaded by --resume). Git's own files neither: nearly every
+# file under a `.git` directory can make the next `git status` run a command (config, hooks,
+# commondir, info/attributes with a filter...), and a file named `.git` points git at a directory of
+# the writer's choosing; so no path with a `.git` component is written, at any depth, in any case.
 PROTECTED_DIRS = (".ctxtui", ".task_outputs", ".transcripts")
-PROTECTED_GIT = ((".git", "config"), (".git", "hooks"))
+GIT_NAME = ".git"
 
 
 class WorkspaceError(Exception):
@@ -38,8 +41,12 @@ def protected_reason(parts: Iterable[str]) -> str | None:
     parts = tuple(parts)
     if parts and parts[0] in PROTECTED_DIRS:
         return f"{parts[0]}/ holds ctxtui's own state (sessions and the archive)"
-    if parts[:2] in PROTECTED_GIT:
-        return f"{'/'.join(parts[:2])} is git's configuration, which can run code"
+    for depth, part in enumerate(parts):
+        if part.casefold() == GIT_NAME:
+            where = "/".join(parts[: depth + 1])
+            if depth == len(parts) - 1:
+                return f"{where} is git's own (a directory of git's state, or a file that points git elsewhere)"
+            return f"{where}/ is git's own state, whose files can make git run commands"
     return None
 
 

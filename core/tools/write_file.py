@@ -53,7 +53,9 @@ class WriteFileTool:
         content = require_str(tool_input, "content")
         refuse_protected_path(path)
         current = await asyncio.to_thread(read_existing, self.workspace, path, self.byte_limit)
-        if current is None:
+        if current is None:  # where it would land, symlinks on the way resolved (a link to .git is .git)
+            landing = await asyncio.to_thread(self.workspace.resolve, path)
+            refuse_protected_path(self.workspace.relative(landing))
             return bounded_diff(None, content, path)
         refuse_protected_path(current.shown)
         kind = binary_kind(current.data)

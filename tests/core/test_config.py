@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import stat
 import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from core.config import ConfigError, resolve_config, save_setting
+from core.compaction import CompactionSettings
+from core.config import (
+    COMPACTION_FIELDS,
+    TOP_LEVEL_FIELDS,
+    ConfigError,
+    resolve_config,
+    save_setting,
+    top_level_defaults,
+)
+from core.config_ranges import range_of
 from tests.support.cli import ctxtui, env_without_key
 
 
@@ -171,3 +185,107 @@ def test_ctxtui_config_lists_the_tool_limits_with_their_source(tmp_path: Path) -
     assert lines["glob_time_budget"].endswith("# env CTXTUI_GLOB_TIME_BUDGET")
     assert lines["max_bash_timeout"].startswith("max_bash_timeout = 600.0") and lines["max_bash_timeout"].endswith(
         "# default")
+
+
+# --------------------------------------------------------------------------- issue 18, item 12: ranges
+
+
+NUMERIC = [*(name for name in TOP_LEVEL_FIELDS if isinstance(top_level_defaults()[name], int | float)
+             and not isinstance(top_level_defaults()[name], bool)), *COMPACTION_FIELDS]
+
+
+def test_every_numeric_setting_has_a_range_holding_its_default() -> None:
+    defaults = {**top_level_defaults(), **dataclasses.asdict(CompactionSettings())}
+    for name in NUMERIC:
+        key = ("compaction", name) if name in COMPACTION_FIELDS else (name,)
+        allowed = range_of(key)
+        assert allowed is not None, name
+        assert allowed.holds(defaults[name]), (name, defaults[name])
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "shown"),
+    [
+        ("CTXTUI_BASH_TIMEOUT", "nan", "bash_timeout = nan"),
+        ("CTXTUI_BASH_TIMEOUT", "inf", "bash_timeout = inf"),
+        ("CTXTUI_BASH_TIMEOUT", "0", "bash_timeout = 0.0"),
+        ("CTXTUI_MAX_BASH_TIMEOUT", "-1", "max_bash_timeout = -1.0"),
+        ("CTXTUI_GLOB_TIME_BUDGET", "nan", "glob_time_budget = nan"),
+        ("CTXTUI_SPILL_BYTE_LIMIT", "0", "spill_byte_limit = 0"),
+        ("CTXTUI_TOOL_OUTPUT_LIMIT", "-5", "tool_output_limit = -5"),
+        ("CTXTUI_READ_LINE_LIMIT", "0", "read_line_limit = 0"),
+        ("CTXTUI_MAX_TOKENS", "0", "max_tokens = 0"),
+        ("CTXTUI_UNDO_DEPTH", "-1", "undo_depth = -1"),
+        ("CTXTUI_CONTEXT_CHAR_LIMIT", "0", "context_char_limit = 0"),
+        ("CTXTUI_MICRO_TARGET_RATIO", "nan", "micro_target_ratio = nan"),
+        ("CTXTUI_PERSISTED_PREVIEW_CHARS", "-1", "persisted_preview_chars = -1"),
+        ("CTXTUI_SUMMARY_INPUT_CHAR_LIMIT", "99999999999", "summary_input_char_limit = 99999999999"),
+    ],
+)
+def test_a_value_out_of_range_is_refused_naming_key_value_and_range(variable: str, value: str, shown: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolve_config(environ={"XDG_CONFIG_HOME": "/nonexistent-ctxtui-config", variable: value})
+    message = str(caught.value)
+    assert message.startswith(f"{shown} (env {variable}) is out of range: it must be ") and "\n" not in message
+    assert " from " in message or " above " in message
+
+
+def test_a_range_error_from_the_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "bash_timeout = nan\n")
+    result = ctxtui("-p", "hi", "--offline", "--workdir", str(tmp_path),
+                    env=env_without_key(XDG_CONFIG_HOME=str(tmp_path)))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"ctxtui: error: bash_timeout = nan (file {path}) is out of range: it must be a number of seconds above 0 "
+        "and at most 86,400"]
+
+
+def test_bash_timeout_may_not_exceed_max_bash_timeout(tmp_path: Path) -> None:
+    environ = {"XDG_CONFIG_HOME": str(tmp_path), "CTXTUI_BASH_TIMEOUT": "700"}
+    with pytest.raises(ConfigError) as caught:
+        resolve_config(environ=environ)
+    assert "bash_timeout = 700.0 (env CTXTUI_BASH_TIMEOUT) is above max_bash_timeout = 600.0 (default)" in str(
+        caught.value)
+    # only the maximum set below the default timeout: the default follows it down, and says so
+    config = resolve_config(environ={"XDG_CONFIG_HOME": str(tmp_path), "CTXTUI_MAX_BASH_TIMEOUT": "30"})
+    assert config.top["bash_timeout"] == 30.0 and config.source("bash_timeout") == "default, lowered to max_bash_timeout"
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=st.sampled_from(NUMERIC), value=st.one_of(st.floats(), st.integers(-(10**15), 10**15)))
+def test_any_number_is_either_used_within_its_range_or_refused_in_one_line(name: str, value: float) -> None:
+    text = "nan" if value != value else str(value)
+    environ = {"XDG_CONFIG_HOME": "/nonexistent-ctxtui-config", f"CTXTUI_{name.upper()}": text}
+    try:
+        config = resolve_config(environ=environ)
+    except ConfigError as error:
+        assert "\n" not in str(error)
+        return
+    key = ("compaction", name) if name in COMPACTION_FIELDS else (name,)
+    used = getattr(config.compaction, name) if name in COMPACTION_FIELDS else config.top[name]
+    allowed = range_of(key)
+    assert allowed is not None and allowed.holds(used) and math.isfinite(used)
+
+
+def test_save_setting_refuses_a_value_out_of_range(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "theme = \"nord\"\n")
+    with pytest.raises(ConfigError) as caught:
+        save_setting("compaction.context_char_limit", -1, path)
+    assert "out of range" in str(caught.value)
+    assert path.read_text(encoding="utf-8") == "theme = \"nord\"\n"
+
+
+def test_saving_into_a_symlinked_config_writes_through_the_link_and_keeps_the_mode(tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles" / "ctxtui.toml"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text("# kept in my dotfiles repository\nmodel = \"m\"\n", encoding="utf-8")
+    dotfiles.chmod(0o640)
+    link = tmp_path / "config" / "ctxtui" / "config.toml"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(dotfiles)
+    save_setting("theme", "gruvbox", link)
+    assert link.is_symlink() and link.resolve() == dotfiles.resolve()
+    assert tomllib.loads(dotfiles.read_text(encoding="utf-8")) == {"model": "m", "theme": "gruvbox"}
+    assert "# kept in my dotfiles repository" in dotfiles.read_text(encoding="utf-8")
+    assert stat.S_IMODE(dotfiles.stat().st_mode) == 0o640
+    assert sorted(path.name for path in dotfiles.parent.iterdir()) == ["ctxtui.toml"]  # no temporary file left

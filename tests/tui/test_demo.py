@@ -67,3 +67,12 @@ async def test_the_real_demo_reaches_every_compaction_step(tmp_path: Path) -> No
         assert pairing_problems(agent.messages) == []
         assert not [m for m in seen if isinstance(m, msg.TurnCrashed)]
     await agent.aclose()
+
+
+async def test_the_demo_project_is_written_without_replacing_a_file(tmp_path: Path) -> None:
+    from tui.demo import build_demo_workspace
+
+    (tmp_path / "README.md").write_text("mine\n", encoding="utf-8")
+    with pytest.raises(FileExistsError):
+        await build_demo_workspace(tmp_path)
+    assert (tmp_path / "README.md").read_text(encoding="utf-8") == "mine\n"

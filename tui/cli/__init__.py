@@ -12,12 +12,11 @@ import asyncio
 import contextlib
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from core import __version__
-from core.text import visible
+from core.text import error_line, visible
 from tui.cli.proxy import add_proxy_parser
 from tui.startup import pause_collector, resume_collector
 
@@ -87,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "one line per compaction step on stderr (-p - reads the prompt from stdin)")
     _common(parser, suppress=False)
     parser.add_argument("--offline", action="store_true", help="use the deterministic offline model even with a key")
-    parser.add_argument("--yes", action="store_true", help="allow bash without asking (headless denies it otherwise)")
+    parser.add_argument("--yes", action="store_true",
+                        help="allow bash and file writes without asking (headless denies them otherwise)")
     parser.add_argument("--resume", nargs="?", const=True, default=None, metavar="ID",
                         help="continue the newest session of this workdir that replays to a valid history, "
                         "or the session ID (see ctxtui sessions)")
@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a scripted offline session that fires every compaction step (TUI)")
     parser.add_argument("--serve", action="store_true", help="serve the app in a browser (needs ctxtui[serve])")
     parser.add_argument("--host", default="127.0.0.1", help="--serve: the address to bind (default 127.0.0.1, loopback)")
-    parser.add_argument("--port", type=int, default=8000, help="--serve: the port (default 8000)")
+    parser.add_argument("--port", type=int, default=8000, help="--serve: the port (default 8000; 0 picks a free one)")
     parser.add_argument("-v", "--verbose", action="store_true", help="headless: also print tool calls and notices on stderr")
     parser.add_argument("--version", action="version", version=f"ctxtui {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="{sessions,config,inspect,proxy}")
@@ -113,12 +113,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _workdir(args: argparse.Namespace) -> Path:
     workdir: Path = args.workdir if args.workdir is not None else Path.cwd()
-    if args.demo and args.workdir is None:
-        workdir = Path(tempfile.mkdtemp(prefix="ctxtui-demo-"))
-    if not workdir.exists() and args.demo:
-        workdir.mkdir(parents=True)
     if not workdir.is_dir():
         raise UsageError(f"--workdir {workdir} is not a directory")
+    return workdir
+
+
+def _demo_workdir(args: argparse.Namespace) -> Path:
+    """The demo's own folder (tui/demo.py: never over a file of the user's); says so when it is not --workdir."""
+    from tui.demo import choose_workdir
+
+    try:
+        workdir, note = choose_workdir(args.workdir)
+    except OSError as error:
+        raise UsageError(f"--demo: {error_line(error)}") from error
+    if note is not None:
+        _print_err(f"ctxtui: {note}")
     return workdir
 
 
@@ -133,19 +142,16 @@ def _config(args: argparse.Namespace) -> Any:
 
 def _settings(args: argparse.Namespace) -> Any:
     from core.config import Settings, apply_config
-    from core.sessions.listing import find_session
 
-    workdir = _workdir(args)
+    config = _config(args)  # before the demo makes its folder: a bad setting leaves nothing behind
+    workdir = _demo_workdir(args) if args.demo else _workdir(args)
     if not os.access(workdir, os.W_OK):
         raise UsageError(f"--workdir {workdir} is not writable (the archive lives there)")
-    config = _config(args)
     settings = apply_config(Settings(workdir=workdir.resolve()), config)
     settings.offline = args.offline or args.demo
     settings.yes = args.yes or args.demo
     settings.resume = args.resume is not None
     if isinstance(args.resume, str):
-        if find_session(settings.state_dir, args.resume) is None:
-            raise UsageError(f"--resume {args.resume}: no such session in {settings.state_dir} (see ctxtui sessions)")
         settings.resume_id = args.resume
     settings.offline_chunk_delay = 0.004 if args.demo else 0.0
     return settings
@@ -158,6 +164,7 @@ def _print_err(line: str) -> None:
 def run_tui(settings: Any, demo: bool) -> int:
     from core.agent import Agent
     from core.model.base import ModelError
+    from core.sessions.listing import ResumeError
 
     demo_commands: list[str] | None = None
     if demo:
@@ -170,6 +177,9 @@ def run_tui(settings: Any, demo: bool) -> int:
     except ModelError as error:
         _print_err(f"ctxtui: {error}")
         return EXIT_MODEL_ERROR
+    except ResumeError as error:
+        _print_err(f"ctxtui: error: {error}")
+        return EXIT_USAGE
     from tui.app import CtxApp
 
     app = CtxApp(agent, demo_commands=demo_commands, theme=settings.theme)
@@ -177,8 +187,8 @@ def run_tui(settings: Any, demo: bool) -> int:
         app.run()
     finally:
         # Said after the app has left the screen, so it stays visible in the terminal.
-        if agent.session is not None and agent.session.error:
-            _print_err(f"ctxtui: this session was not saved completely: {agent.session.error}")
+        if agent.session is not None and (failure := agent.session.failure()):
+            _print_err(f"ctxtui: this session was not saved completely: {failure}")
         if demo:
             _print_err(f"ctxtui: the demo's workdir is kept at {settings.workdir} (remove it when done)")
     return app.return_code or EXIT_OK
@@ -194,6 +204,8 @@ def run_sessions(args: argparse.Namespace) -> int:
     from core.sessions.listing import list_sessions
     from core.text import one_line
 
+    if args.output_format == "stream-json":
+        raise UsageError("sessions: --output-format takes text or json")
     workdir = _workdir(args).resolve()
     infos = list_sessions(workdir / ".ctxtui")
     if args.output_format == "json":
@@ -233,6 +245,9 @@ def run_inspect(args: argparse.Namespace) -> int:
 
     from core.sessions.inspection import InspectError, load_file, report, report_text
 
+    if args.output_format == "stream-json" or (args.output_format == "json" and not args.report):
+        raise UsageError(f"inspect: --output-format {args.output_format} needs --report and takes text or json "
+                         "(without --report the read-only inspector opens in the terminal)")
     config = _config(args)
     try:
         inspected = load_file(args.file)
@@ -275,6 +290,33 @@ def main(argv: list[str] | None = None) -> int:
         resume_collector()
 
 
+def _check_combinations(args: argparse.Namespace) -> None:
+    """Flags that cannot go together, refused before anything starts (UsageError)."""
+    if args.prompt is not None and args.demo:
+        raise UsageError("--demo runs in the TUI; it cannot be combined with -p")
+    if args.prompt is not None and args.serve:
+        raise UsageError("--serve runs the TUI in a browser; it cannot be combined with -p")
+    if args.prompt is None and args.output_format not in (None, "text"):
+        raise UsageError(f"--output-format {args.output_format} is for -p (one headless turn); "
+                         "the TUI draws on the terminal, not JSON")
+
+
+def _check_serve(args: argparse.Namespace) -> None:
+    """What every browser tab would refuse, refused once here: the settings, the workdir (a demo
+    makes its own per tab) and a --resume with nothing to continue."""
+    from core.sessions.listing import ResumeError, resume_replay
+
+    _config(args)
+    if args.demo:
+        return
+    workdir = _workdir(args)
+    if args.resume is not None:
+        try:
+            resume_replay(workdir.resolve() / ".ctxtui", args.resume if isinstance(args.resume, str) else None)
+        except ResumeError as error:
+            raise UsageError(str(error)) from error
+
+
 def _main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -296,10 +338,7 @@ def _main(argv: list[str]) -> int:
             from tui.cli.proxy import run_proxy
 
             return run_proxy(args)
-        if args.prompt is not None and args.demo:
-            raise UsageError("--demo runs in the TUI; it cannot be combined with -p")
-        if args.prompt is not None and args.serve:
-            raise UsageError("--serve runs the TUI in a browser; it cannot be combined with -p")
+        _check_combinations(args)
         prompt = None
         if args.prompt is not None:
             from tui.cli.headless import read_prompt
@@ -307,21 +346,24 @@ def _main(argv: list[str]) -> int:
             prompt = read_prompt(args.prompt, sys.stdin)
         if prompt is not None and not prompt.strip():
             raise UsageError("-p needs a non-empty prompt" + (" (stdin was empty)" if args.prompt == "-" else ""))
-        settings = _settings(args)
+        if args.serve:
+            _check_serve(args)
+        else:
+            settings = _settings(args)
     except UsageError as error:
-        parser.print_usage(sys.stderr)
+        # One line: the argparse usage block is for flags argparse itself could not parse.
         _print_err(f"ctxtui: error: {error}")
         return EXIT_USAGE
     try:
+        if args.serve:
+            from tui.cli.serve import serve
+
+            return serve(args)
         if prompt is not None:
             from tui.cli.headless import run_headless
 
             return asyncio.run(run_headless(settings, prompt, verbose=args.verbose,
                                             output_format=args.output_format or "text"))
-        if args.serve:
-            from tui.cli.serve import serve
-
-            return serve(argv, args.host, args.port)
         return run_tui(settings, args.demo)
     except KeyboardInterrupt:
         _print_err("ctxtui: interrupted")

@@ -20,6 +20,7 @@ from core.text import visible
 
 EXIT_OK = 0
 EXIT_MODEL_ERROR = 1
+EXIT_USAGE = 2
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 
@@ -99,6 +100,7 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False, output
         TurnFinished,
     )
     from core.model.base import ModelError
+    from core.sessions.listing import ResumeError
     from core.usage.timeline import describe_sample
 
     stream = output_format == "stream-json"
@@ -135,6 +137,9 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False, output
     except ModelError as error:
         emit({"type": "error", "kind": error.kind, "message": str(error)})
         return finish("", EXIT_MODEL_ERROR, str(error))
+    except ResumeError as error:  # a usage error: nothing on stdout, one line on stderr
+        print_err(f"ctxtui: error: {error}")
+        return EXIT_USAGE
     final_text = ""
     error_text: str | None = None
     usage: dict[str, int] = {}
@@ -176,14 +181,16 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False, output
                 print_err(f"tool {event.name} {status}, {event.output_chars:,} chars, {event.duration:.2f}s")
     finally:
         await agent.aclose()
-        if agent.session is not None and agent.session.error:
-            print_err(f"ctxtui: this session was not saved completely: {agent.session.error}")
+        if agent.session is not None and (failure := agent.session.failure()):
+            print_err(f"ctxtui: this session was not saved completely: {failure}")
     code = EXIT_MODEL_ERROR if error_text is not None else EXIT_OK
     return finish(final_text, code, error_text, usage)
 
 
 def read_prompt(value: str, stdin: TextIO) -> str:
-    """`-p -` reads the prompt from stdin (no argument-length limit); anything else is the prompt."""
+    """`-p -` reads the prompt from stdin (no argument-length limit), less the one newline that ends its
+    last line (what `echo ... |` and editors add); anything else is the prompt as given."""
     if value != "-":
         return value
-    return stdin.read()
+    text = stdin.read()
+    return text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else text

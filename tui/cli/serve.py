@@ -1,66 +1,188 @@
 """`ctxtui --serve`: the app in a browser through textual-serve (the optional `serve` extra).
 
-Each browser tab runs its own `ctxtui` process with the same flags (less the serve ones). The
-server binds to loopback unless told otherwise, says where it listens, and warns when the host is
-not loopback: anyone who reaches the port drives an agent that runs commands in the workdir.
+Each browser tab runs its own ctxtui process with the flags parsed from this command line (less the
+serve ones), started as `python -P -m tui.cli` so that the current directory, which may be the
+workdir, is never put on `sys.path` (a workdir holding a `core/` or `tui/` package must not run).
+Only the page this server printed may drive it (tui/cli/serve_guard.py): a per-run secret path,
+the Host and Origin of every request checked, and at most MAX_SESSIONS tabs at once. The socket is
+bound before anything is printed, so a busy port or a bad address is one line and exit 2. The
+server binds to loopback unless told otherwise and warns when the host is not loopback: anyone who
+reaches the port (and knows the URL) drives an agent that runs commands in the workdir.
 """
 
 from __future__ import annotations
 
-import ipaddress
+import argparse
+import asyncio
 import shlex
+import signal
+import socket
 import sys
-from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-SERVE_FLAGS_WITH_VALUE = ("--host", "--port")
+from tui.cli.serve_guard import Guard, is_loopback
+
 MISSING_EXTRA = "ctxtui: --serve needs textual-serve: pip install 'ctxtui[serve]'"
+MAX_SESSIONS = 4
+TOKEN_COOKIE = "ctxtui_serve"
+EXIT_USAGE = 2
+
+class ServeError(Exception):
+    """The server cannot start (a busy port, an address that does not resolve): one line, exit 2."""
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
+def tab_arguments(args: argparse.Namespace) -> list[str]:
+    """The flags each browser tab's ctxtui runs with, built from the parsed arguments (never from the raw
+    command line, where `--serv --por 9` would survive a filter and start a server in every tab).
+    Values are joined with `=`, so one that starts with `-` stays a value."""
+    argv: list[str] = []
+    if args.workdir is not None or not args.demo:  # a demo without --workdir makes its own folder per tab
+        argv.append(f"--workdir={Path(args.workdir or Path.cwd()).resolve()}")
+    if args.model:
+        argv.append(f"--model={args.model}")
+    argv.extend(f"--set={item}" for item in args.set or ())
+    if args.offline:
+        argv.append("--offline")
+    if args.yes:
+        argv.append("--yes")
+    if args.demo:
+        argv.append("--demo")
+    if args.resume is True:
+        argv.append("--resume")
+    elif isinstance(args.resume, str):
+        argv.append(f"--resume={args.resume}")
+    return argv
+
+
+def tab_command(args: argparse.Namespace) -> str:
+    """The shell command textual-serve starts per tab: this interpreter, `-P` (no current directory on
+    sys.path), the installed `tui.cli` entry point, and the tab's flags."""
+    return shlex.join([sys.executable, "-P", "-m", "tui.cli", *tab_arguments(args)])
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening-ready socket bound to host:port; ServeError (one line) when that is not possible."""
+    if not 0 <= port <= 65_535:
+        raise ServeError(f"--port {port} is out of range (1-65535, or 0 for a free port)")
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def app_arguments(argv: Sequence[str]) -> list[str]:
-    """The command line without --serve, --host and --port: what each browser session runs."""
-    kept: list[str] = []
-    skip = False
-    for item in argv:
-        if skip:
-            skip = False
-            continue
-        if item == "--serve":
-            continue
-        if item in SERVE_FLAGS_WITH_VALUE:
-            skip = True
-            continue
-        if item.startswith(tuple(flag + "=" for flag in SERVE_FLAGS_WITH_VALUE)):
-            continue
-        kept.append(item)
-    return kept
-
-
-def app_command(argv: Sequence[str]) -> str:
-    return shlex.join([sys.executable, "-m", "tui.cli", *app_arguments(argv)])
-
-
-def serve(argv: Sequence[str], host: str, port: int) -> int:
-    """Serve until interrupted; 2 when the extra is missing."""
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except (OSError, UnicodeError) as error:
+        raise ServeError(f"--host {host}: cannot resolve it ({error})") from None
+    sock = socket.socket(family, kind, proto)
     try:
-        from textual_serve.server import Server
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as error:
+        sock.close()
+        reason = error.strerror or str(error)
+        raise ServeError(f"cannot serve on {host}:{port}: {reason}") from None
+    return sock
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Serve until interrupted; 2 when the extra is missing or the socket cannot be bound."""
+    try:
+        from textual_serve.server import Server  # noqa: F401  (the check that the extra is installed)
     except ImportError:
         print(MISSING_EXTRA, file=sys.stderr, flush=True)
-        return 2
-    if is_loopback(host):
-        print(f"ctxtui: serving on http://{host}:{port} (loopback only: other machines cannot connect)",
-              file=sys.stderr, flush=True)
+        return EXIT_USAGE
+    try:
+        sock = bind(args.host, args.port)
+    except ServeError as error:
+        print(f"ctxtui: error: {error}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
+    port = int(sock.getsockname()[1])
+    guard = Guard(args.host, port)
+    if is_loopback(args.host):
+        print(f"ctxtui: serving on {guard.url()} (loopback only: other machines cannot connect; "
+              "only this URL opens the app)", file=sys.stderr, flush=True)
     else:
-        print(f"ctxtui: warning: serving on {host}:{port}, which is not loopback: anyone who can reach it "
-              "drives an agent that runs commands in this workdir", file=sys.stderr, flush=True)
-    server = Server(app_command(argv), host=host, port=port, title="ctxtui")
+        print(f"ctxtui: warning: serving on {args.host}:{port}, which is not loopback: anyone who can reach it "
+              "and has the URL drives an agent that runs commands in this workdir", file=sys.stderr, flush=True)
+        print(f"ctxtui: open {guard.url()} (only this URL opens the app)", file=sys.stderr, flush=True)
+    server = guarded_server(tab_command(args), guard, sock)
     server.serve()
     return 0
+
+
+def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions: int = MAX_SESSIONS) -> Any:
+    """A textual-serve Server that answers only the guarded routes, on the socket already bound."""
+    import aiohttp_jinja2
+    import jinja2
+    from aiohttp import web
+    from textual_serve.server import Server
+
+    class GuardedServer(Server):
+        """textual-serve's server with ctxtui's routes: the page and its WebSocket under the secret path,
+        every request's Host and Origin checked, downloads only for the page's own cookie, a session cap."""
+
+        def __init__(self) -> None:
+            super().__init__(command, host=guard.host, port=guard.port, title="ctxtui")
+            self.sessions = 0
+
+        async def _make_app(self) -> web.Application:
+            app = web.Application(middlewares=[self.check_origin])
+            aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
+            app.add_routes([
+                web.get(f"/{guard.token}/", self.handle_index, name="index"),
+                web.get(f"/{guard.token}/ws", self.handle_websocket, name="websocket"),
+                web.get("/download/{key}", self.handle_download, name="download"),
+                web.static("/static", self.statics_path, name="static"),
+            ])
+            return app
+
+        @web.middleware
+        async def check_origin(self, request: web.Request, handler: Any) -> web.StreamResponse:
+            host = request.headers.get("Host")
+            if not guard.host_allowed(host):
+                return web.Response(status=403, text="ctxtui: this server answers only at the address it printed\n")
+            if not guard.origin_allowed(request.headers.get("Origin"), host or ""):
+                return web.Response(status=403, text="ctxtui: only the page this server served may connect\n")
+            response: web.StreamResponse = await handler(request)
+            return response
+
+        async def handle_index(self, request: web.Request) -> web.StreamResponse:
+            base = f"http://{request.host}"
+            context = {
+                "font_size": 16,
+                "app_websocket_url": f"ws://{request.host}{request.app.router['websocket'].url_for()}",
+                "config": {"static": {"url": f"{base}/static/"}},
+                "application": {"name": "ctxtui"},
+            }
+            response = aiohttp_jinja2.render_template("app_index.html", request, context)
+            response.set_cookie(TOKEN_COOKIE, guard.token, httponly=True, samesite="Strict", path="/")
+            response.headers["Cache-Control"] = "no-store"
+            response.headers["Referrer-Policy"] = "no-referrer"  # the secret path never leaves in a Referer
+            return response
+
+        async def handle_download(self, request: web.Request) -> web.StreamResponse:
+            if not guard.token_matches(request.cookies.get(TOKEN_COOKIE)):
+                return web.Response(status=403, text="ctxtui: downloads are for the page this server served\n")
+            response: web.StreamResponse = await super().handle_download(request)
+            return response
+
+        async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+            if self.sessions >= max_sessions:
+                raise web.HTTPServiceUnavailable(
+                    text=f"ctxtui: at most {max_sessions} browser sessions at once; close one first\n")
+            self.sessions += 1
+            try:
+                return await super().handle_websocket(request)
+            finally:
+                self.sessions -= 1
+
+        async def on_startup(self, app: web.Application) -> None:
+            """ctxtui printed its own line (with the secret URL) before binding; nothing more to say."""
+
+        def serve(self, debug: bool = False) -> None:
+            self.debug = debug
+            self.initialize_logging()
+            loop = asyncio.new_event_loop()
+            for number in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(number, self.request_exit)
+            web.run_app(self._make_app(), sock=sock, handle_signals=False, loop=loop, print=lambda *_: None)
+
+    return GuardedServer()

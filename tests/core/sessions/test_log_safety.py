@@ -39,10 +39,15 @@ def conversation(tag: str) -> list[dict[str, Any]]:
 
 
 async def write_session(state_dir: Path, messages: list[dict[str, Any]], mtime: float | None = None) -> Path:
+    """A session file as SessionLog writes it; without messages, the meta line alone (as older versions left
+    one for every start: SessionLog itself writes no file for a session without history)."""
     log = SessionLog.create(state_dir, {"model": "offline"})
     for message in messages:
         log.message(message)
     await log.close()
+    if not messages:
+        log.path.parent.mkdir(parents=True, exist_ok=True)
+        log.path.write_text(json.dumps({"type": "meta", "created": 1.0, "model": "offline"}) + "\n", encoding="utf-8")
     if mtime is not None:
         os.utime(log.path, (mtime, mtime))
     return log.path
@@ -94,7 +99,10 @@ def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
     try:
         yield disk
     finally:
-        subprocess.run(["umount", str(disk)], capture_output=True, timeout=10)
+        done = subprocess.run(["umount", str(disk)], capture_output=True, timeout=10)
+        if done.returncode != 0:  # something still holds a descriptor on the disk: a leak to report
+            subprocess.run(["umount", "-l", str(disk)], capture_output=True, timeout=10)
+            pytest.fail(f"the tmpfs could not be unmounted: {done.stderr.decode(errors='replace').strip()}")
 
 
 async def test_a_full_tmpfs_loses_no_record(small_tmpfs: Path) -> None:
@@ -122,6 +130,76 @@ async def test_a_full_tmpfs_loses_no_record(small_tmpfs: Path) -> None:
     for line in log.path.read_text(encoding="utf-8").splitlines():
         json.loads(line)
     assert SessionLog.load(log.path)[: len(big)] == big
+
+
+def whole_records(path: Path) -> list[Any]:
+    """Every line of a session file as JSON; fails on a cut or glued line."""
+    data = path.read_bytes()
+    assert not data or data.endswith(b"\n"), data[-80:]
+    return [json.loads(line) for line in data.splitlines()]
+
+
+async def test_a_record_cut_by_a_full_tmpfs_does_not_stay_in_the_file(small_tmpfs: Path) -> None:
+    """No retry comes (the session ends on the full disk): the file still holds whole records only, and
+    the log says what it could not save."""
+    disk = small_tmpfs
+    log = SessionLog.create(disk, {"model": "offline"})
+    first = {"role": "user", "content": "the first request"}
+    log.message(first)
+    await log.flush()
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        with pytest.raises(OSError):
+            while True:
+                os.write(fd, b"x" * 4096)
+    finally:
+        os.close(fd)
+    os.truncate(filler, max(filler.stat().st_size - 3000, 0))  # room for part of the next write only
+    for number in range(8):
+        log.message({"role": "assistant" if number % 2 else "user", "content": f"reply {number} " + "z" * 900})
+    await log.close()
+    assert log.error is not None and "No space left" in log.error
+    records = whole_records(log.path)
+    assert [record["message"] for record in records if record["type"] == "message"] == [first]
+    failure = log.failure()
+    assert failure is not None and "not saved: 8 changes of the history (" in failure and "\n" not in failure
+
+
+async def test_a_record_cut_by_a_failed_write_does_not_stay_in_the_file(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same through the write seam, where no tmpfs can be mounted."""
+    real_write = os.write
+
+    def half_then_full(fd: int, data: memoryview) -> int:
+        real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    log = SessionLog.create(tmp_path, {"model": "offline"})
+    log.message({"role": "user", "content": "kept"})
+    await log.flush()
+    monkeypatch.setattr(session_module, "_write_chunk", half_then_full)
+    log.message({"role": "assistant", "content": "lost " * 100})
+    log.pins(["toolu_1"])
+    await log.close()
+    assert [record["type"] for record in whole_records(log.path)] == ["meta", "message"]
+    assert log.failure() is not None and "not saved: 1 change of the history and 1 other record" in str(log.failure())
+
+
+def test_headless_says_on_stderr_what_the_full_disk_kept_from_the_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import tui.cli
+
+    def full(fd: int, data: memoryview) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(session_module, "_write_chunk", full)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert tui.cli.main(["-p", "help", "--offline", "--workdir", str(tmp_path)]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "not saved completely" in line]
+    assert len(lines) == 1 and "No space left on device; not saved: 2 changes of the history" in lines[0], lines
+    for path in (tmp_path / ".ctxtui" / "sessions").glob("*.jsonl"):
+        assert whole_records(path) == []
 
 
 async def test_session_files_are_private(tmp_path: Path) -> None:

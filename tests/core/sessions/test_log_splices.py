@@ -79,11 +79,12 @@ async def run(folder: Path, steps: list[tuple[Any, ...]]) -> tuple[SessionLog, l
     log = SessionLog.create(folder, {"model": "offline"})
     history = History()
     await log.flush()
-    marks: list[tuple[int, list[Message]]] = [(0, []), (log.path.stat().st_size, [])]
+    assert not log.path.exists()  # the meta record waits for the first change of the history
+    marks: list[tuple[int, list[Message]]] = [(0, [])]
     for step in steps:
         perform(history, log, step)
         await log.flush()
-        marks.append((log.path.stat().st_size, list(history)))
+        marks.append((log.path.stat().st_size if log.path.exists() else 0, list(history)))
     await log.close()
     return log, marks
 
@@ -95,6 +96,9 @@ def test_random_changes_replay_exactly_and_a_cut_file_to_its_last_whole_record(
 ) -> None:
     with tempfile.TemporaryDirectory() as folder:
         log, marks = asyncio.run(run(Path(folder), steps))
+        if not log.path.exists():  # nothing changed the history: no file, and nothing lost
+            assert marks[-1][1] == []
+            return
         # exact, except that replay makes text valid UTF-8 (a lone surrogate becomes a visible escape)
         assert SessionLog.load(log.path) == valid_messages(marks[-1][1])
         assert stat.S_IMODE(log.path.stat().st_mode) == 0o600

@@ -277,6 +277,57 @@ async def test_writes_to_ctxtui_state_and_git_config_are_refused(ws: Path, path:
     assert (ws / ".git" / "config").read_text() == "[core]\n"
 
 
+def contents(root: Path) -> dict[Path, bytes | None]:
+    """Every path under `root` with the bytes of each file (None for a directory or a link to one)."""
+    return {item: item.read_bytes() if item.is_file() else None for item in root.rglob("*")}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".git/commondir",  # points git at a directory of the writer's choosing
+        ".git/info/attributes",
+        ".git/objects/ab/cdef",
+        ".git/new/dir/file",
+        ".git",  # a gitdir pointer file in place of the directory
+        "sub/.git",  # the same one level down (a nested repository)
+        "vendor/lib/.git/config",
+        ".GIT/config",  # one name on a case-insensitive disk
+        "src/../.git/HEAD",
+        "git-alias/commondir",  # a symlink to .git
+    ],
+)
+async def test_no_path_with_a_git_component_is_written(ws: Path, path: str) -> None:
+    """Issue 18, item 3: config and hooks were refused, but any other file under `.git` (commondir, info,
+    objects) or a `.git` file pointing elsewhere made the next `git status` run a command."""
+    (ws / ".git" / "info").mkdir(parents=True)
+    (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (ws / "vendor" / "lib" / ".git").mkdir(parents=True)
+    (ws / "src").mkdir()
+    (ws / "git-alias").symlink_to(".git")
+    before = contents(ws)
+    box = tools(ws)
+    for name, tool_input in [
+        ("write_file", {"path": path, "content": "gitdir: /tmp/evil\n"}),
+        ("edit_file", {"path": path, "old_text": "ref", "new_text": "planted"}),
+    ]:
+        result = await box.run(name, tool_input)
+        assert result.is_error, (name, result)
+        if name == "write_file":
+            assert "Refusing to write" in result.content and ".git" in result.content.lower(), result
+        preview = await box.permission_preview(name, tool_input)
+        assert "Refusing to write" in preview or "would fail" in preview, preview
+    assert contents(ws) == before
+
+
+@pytest.mark.parametrize("path", ["sub/.gitignore", ".github/workflows/ci.yml", "git/config", "docs/.git-notes",
+                                  "my.git/readme"])
+async def test_names_that_only_look_like_git_are_written(ws: Path, path: str) -> None:
+    result = await tools(ws).run("write_file", {"path": path, "content": "fine\n"})
+    assert not result.is_error, result
+    assert (ws / path).read_text() == "fine\n"
+
+
 async def test_the_archive_stays_readable(ws: Path) -> None:
     (ws / ".task_outputs/tool-results").mkdir(parents=True)
     (ws / ".task_outputs/tool-results/toolu_1.txt").write_text("archived\n")

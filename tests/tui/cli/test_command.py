@@ -281,3 +281,97 @@ def test_the_tui_says_at_exit_when_the_session_was_not_saved(monkeypatch: pytest
     assert tui.cli.main(["--offline", "--workdir", str(tmp_path)]) == 0
     err = capsys.readouterr().err
     assert "this session was not saved completely: cannot write session log X: disk full" in err
+
+
+# --------------------------------------------------------------------------- issue 18, item 22
+
+
+def test_sessions_shows_the_persons_first_request_not_the_summary(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("alpha\n", encoding="utf-8")
+    assert ctxtui("-p", "read a.txt", "--offline", "--workdir", str(tmp_path)).returncode == 0
+    compacted = ctxtui("-p", "compact keep a.txt", "--offline", "--workdir", str(tmp_path), "--resume")
+    assert compacted.returncode == 0 and "[compact_history]" in compacted.stderr, compacted.stderr
+    rows = sessions_json(tmp_path)
+    assert [row["first_request"] for row in rows] == ["read a.txt", "read a.txt"]
+    listing = ctxtui("sessions", "--workdir", str(tmp_path)).stdout
+    assert "Compacted" not in listing and listing.count("read a.txt") == 2
+
+
+def meta_only_session(workdir: Path, name: str = "20260101-000000-1-abcdef") -> str:
+    """A session file with its meta line only (as earlier versions left one for every start)."""
+    folder = workdir / ".ctxtui" / "sessions"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"session_{name}.jsonl").write_text('{"type": "meta", "created": 1.0}\n', encoding="utf-8")
+    return name
+
+
+def test_resume_of_an_empty_session_is_an_error_not_a_new_session(tmp_path: Path) -> None:
+    empty = meta_only_session(tmp_path)
+    for args in (["-p", "help"], []):  # headless and the TUI alike stop before starting anything
+        result = ctxtui(*args, "--offline", "--workdir", str(tmp_path), "--resume", empty, timeout=20)
+        assert result.returncode == 2 and result.stdout == "", result
+        assert result.stderr.splitlines() == [
+            f"ctxtui: error: --resume {empty}: session {empty} has no history to continue (empty); see ctxtui sessions"]
+    assert [row["id"] for row in sessions_json(tmp_path)] == [empty]  # no new session was started
+
+
+def test_resume_with_nothing_to_resume_is_an_error(tmp_path: Path) -> None:
+    meta_only_session(tmp_path)
+    result = ctxtui("-p", "help", "--offline", "--workdir", str(tmp_path), "--resume")
+    assert result.returncode == 2 and "--resume: no session in" in result.stderr and "has a history" in result.stderr
+    assert len(sessions_json(tmp_path)) == 1
+
+
+def test_a_usage_error_is_one_line_without_the_usage_block(tmp_path: Path) -> None:
+    result = ctxtui("-p", "hi", "--workdir", str(tmp_path), "--set", "context_char_limit=lots")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == ["ctxtui: error: --set: context_char_limit needs a whole number, got 'lots'"]
+
+
+# --------------------------------------------------------------------------- issue 18, item 15: the demo's folder
+
+
+def run_demo(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]]:
+    import tui.app
+    import tui.cli
+
+    monkeypatch.setattr(tui.app, "CtxApp", _AppThatQuitsAtOnce)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    code = tui.cli.main(["--demo", *args])
+    return code, capsys.readouterr().err.splitlines()
+
+
+def test_the_demo_never_changes_a_file_in_a_given_workdir(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    mine = tmp_path / "project"
+    (mine / "src").mkdir(parents=True)
+    (mine / "README.md").write_text("my readme\n", encoding="utf-8")
+    (mine / "src" / "module_01.py").write_text("my code\n", encoding="utf-8")
+    code, lines = run_demo(monkeypatch, capsys, "--workdir", str(mine))
+    assert code == 0
+    assert (mine / "README.md").read_text(encoding="utf-8") == "my readme\n"
+    assert (mine / "src" / "module_01.py").read_text(encoding="utf-8") == "my code\n"
+    said = [line for line in lines if "is not empty" in line]
+    assert len(said) == 1 and str(mine) in said[0], lines
+    fresh = Path(said[0].split("a new folder inside it, ")[1].split(" (")[0])
+    assert fresh.parent == mine and (fresh / "README.md").read_text(encoding="utf-8").startswith("# Demo project")
+    assert any(f"kept at {fresh}" in line for line in lines)
+
+
+def test_the_demo_uses_an_empty_or_missing_workdir_as_it_is(monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for folder in (tmp_path / "empty", tmp_path / "missing" / "deeper"):
+        if folder.name == "empty":
+            folder.mkdir()
+        code, lines = run_demo(monkeypatch, capsys, "--workdir", str(folder))
+        assert code == 0 and (folder / "logs" / "build.log").is_file()
+        assert not [line for line in lines if "is not empty" in line]
+
+
+def test_the_demo_refuses_a_workdir_that_is_a_file(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    mine = tmp_path / "notes.txt"
+    mine.write_text("mine\n", encoding="utf-8")
+    code, lines = run_demo(monkeypatch, capsys, "--workdir", str(mine))
+    assert code == 2 and lines == [f"ctxtui: error: --demo: --workdir {mine} is not a directory"]
+    assert mine.read_text(encoding="utf-8") == "mine\n"

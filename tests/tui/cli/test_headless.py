@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.support.cli import api_env, command, ctxtui, env_without_key
 from tests.support.fakeapi import FakeAnthropicServer, text_reply, tool_reply
@@ -169,3 +172,57 @@ def test_stream_json_context_records_are_the_timeline_samples(fake_api: FakeAnth
         assert record["tokens"] == record["input_tokens"] + record["cache_read_tokens"] + record[
             "cache_creation_tokens"]
     assert contexts[1]["saved"] == [c["before"] - c["after"] for c in records if c["type"] == "compaction"]
+
+
+# --------------------------------------------------------------------------- issue 18, item 22
+
+
+def test_a_prompt_from_stdin_loses_the_newline_that_ends_it(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    fake_api.script(text_reply("one"), text_reply("two"), text_reply("three"))
+    for data, sent in (("what is 2+2?\n", "what is 2+2?"), ("two lines\nhere\r\n", "two lines\nhere"),
+                       ("kept as typed  \n\n", "kept as typed  \n")):
+        result = run_with_stdin(["-p", "-", "--workdir", str(tmp_path)], data, env=api_env(fake_api))
+        assert result.returncode == 0, result.stderr
+        assert fake_api.message_requests()[-1]["messages"] == [{"role": "user", "content": sent}]
+
+
+@pytest.mark.parametrize("output_format", ["json", "stream-json"])
+def test_json_output_without_p_is_a_usage_error_not_a_tui_in_a_pipe(tmp_path: Path, output_format: str) -> None:
+    result = ctxtui("--output-format", output_format, "--offline", "--workdir", str(tmp_path), timeout=20)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == [f"ctxtui: error: --output-format {output_format} is for -p (one headless "
+                                          "turn); the TUI draws on the terminal, not JSON"]
+    assert not (tmp_path / ".ctxtui").exists()
+
+
+def readme_block(after: str) -> list[str]:
+    """The lines of the README's first fenced block after the line `after`."""
+    lines = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8").splitlines()
+    start = lines.index("```sh", lines.index(after)) + 1
+    return lines[start : lines.index("```", start)]
+
+
+def test_the_readme_stream_json_example_is_the_order_the_program_prints(tmp_path: Path) -> None:
+    block = readme_block("## Headless JSON")
+    assert block[0].startswith("$ ctxtui ")
+    documented = [line.split('"type": "')[1].split('"')[0] for line in block[1:]]
+    (tmp_path / "notes.txt").write_text("hello notes\n", encoding="utf-8")
+    result = ctxtui(*shlex.split(block[0].removeprefix("$ ctxtui ")), "--workdir", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    printed = [json.loads(line)["type"] for line in result.stdout.splitlines()]
+    collapsed = [kind for number, kind in enumerate(printed) if number == 0 or printed[number - 1] != kind
+                 or kind != "text"]  # text deltas of one block shown as one line
+    assert collapsed == documented
+
+
+def test_yes_allows_file_writes_too_and_says_so(tmp_path: Path) -> None:
+    denied = ctxtui("-p", "write made.txt\nmade by the model", "--offline", "--workdir", str(tmp_path))
+    assert denied.returncode == 0 and not (tmp_path / "made.txt").exists()
+    assert "write_file denied: headless mode runs it only with --yes" in denied.stderr
+    allowed = ctxtui("-p", "write made.txt\nmade by the model", "--offline", "--workdir", str(tmp_path), "--yes")
+    assert allowed.returncode == 0 and (tmp_path / "made.txt").read_text(encoding="utf-8").startswith("made by")
+    help_text = ctxtui("--help").stdout
+    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith("| `--yes`"))
+    for documented in (" ".join(help_text.split()), row):
+        assert "allow bash and file writes without asking" in documented, documented

@@ -141,3 +141,22 @@ async def test_the_picker_shows_sessions_whose_created_stamp_is_not_a_time(tmp_p
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, SessionsScreen))
     await agent.aclose()
+
+
+async def test_a_start_without_a_request_leaves_no_empty_session(tmp_path: Path) -> None:
+    """Opening the app and quitting (or ctrl+n before typing) must not add an "(empty)" row to `ctxtui sessions`."""
+    agent = Agent.from_settings(Settings(workdir=tmp_path, offline=True), allow_all=True)
+    app = CtxApp(agent)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settled(pilot, app)
+        await pilot.press("ctrl+n")
+        app.chat.input.insert("help")
+        await pilot.press("enter")
+        await settled(pilot, app, 1)
+        await pilot.press("ctrl+n")
+        await settled(pilot, app, 1)
+        await app.action_quit()
+    infos = list_sessions(tmp_path / ".ctxtui")
+    assert [(info.first_request, info.messages) for info in infos] == [("help", 2)]
+    listing = ctxtui("sessions", "--workdir", str(tmp_path))
+    assert listing.returncode == 0 and "(empty)" not in listing.stdout and "help" in listing.stdout
