@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from rich.style import Style
 from rich.text import Text
@@ -28,6 +28,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from core.proxy.calls import CLIENT_COMPACTION
 from core.text import visible
 from core.usage.timeline import ContextSample, session_cost
 from tui.format import count, one_line, short_count
@@ -42,6 +43,7 @@ STEP_MARKS = {
     "fit_tool_results": "f",
     "compact_history": "C",
     "reactive_compact": "R",
+    CLIENT_COMPACTION: "Σ",  # the proxy: the client compacted its own history before this call
 }
 _SENT = Style(color="dodger_blue1")
 _SENT_OVER = Style(color="red1")
@@ -49,6 +51,7 @@ _REMOVED = Style(color="grey35")
 _LIMIT = Style(color="red3")
 _STEP = Style(color="spring_green2", bold=True)
 _CACHE = Style(color="gold1")
+_MISS = Style(color="orange_red1", bold=True)
 _SELECTED = Style(bgcolor="grey23")
 _DIM = Style(dim=True)
 
@@ -193,15 +196,19 @@ class TimelineView(Widget, can_focus=True):
             text.append(mark, _STEP if sample.steps else _DIM)
             text.append(" ")
         text.append(" steps\n", _DIM)
+        misses = False
         for sample in shown:
             prompt = sample.prompt_tokens
-            if prompt:
+            if cache_miss(sample) is not None:
+                misses = True
+                text.append("✗", _MISS)
+            elif prompt:
                 share = (sample.cache_read_tokens or 0) / prompt
                 text.append(_LEVELS[min(int(share * 8 + 0.5), 8)], _CACHE)
             else:
                 text.append("-", _DIM)
             text.append(" ")
-        text.append(" cache read", _DIM)
+        text.append(" cache read" + (" (✗ miss)" if misses else ""), _DIM)
         for line in self.detail_lines():
             text.append("\n")
             text.append_text(line)
@@ -248,6 +255,9 @@ class TimelineView(Widget, can_focus=True):
         elif sample.offline:
             tokens.append(" · no cost offline", _DIM)
         lines = [head, tokens]
+        miss = cache_miss(sample)
+        if miss is not None:
+            lines.append(Text(f"cache miss: {visible(one_line(miss.describe(), 200))}", _MISS))
         if sample.steps:
             steps = Text("before it: ", _DIM)
             for number, (step, saved) in enumerate(zip(sample.steps, sample.saved, strict=False)):
@@ -265,4 +275,17 @@ class TimelineView(Widget, can_focus=True):
         return lines
 
 
-__all__ = ["STEP_MARKS", "TimelineView"]
+class _Miss(Protocol):
+    cause: str
+
+    def describe(self) -> str: ...
+
+
+def cache_miss(sample: ContextSample) -> _Miss | None:
+    """The sample's cache miss worth a mark: one the economics work records on a sample (`cache_miss`),
+    other than a conversation's first call (which has nothing cached to miss)."""
+    miss = getattr(sample, "cache_miss", None)
+    return miss if miss is not None and getattr(miss, "cause", None) != "first_call" else None
+
+
+__all__ = ["STEP_MARKS", "TimelineView", "cache_miss"]
