@@ -115,6 +115,8 @@ class ConversationList(OptionList):
         for changed in (before, number):
             if changed is not None and changed in self.conversations:
                 self._repaint(self.conversations[changed])
+        if number in self.conversations:
+            self.highlighted = self.get_option_index(str(number))  # the cursor starts from the shown one
 
     def _repaint(self, conversation: ConversationCalls) -> None:
         self.replace_option_prompt(str(conversation.number), self._row(conversation))
