@@ -137,7 +137,10 @@ class GaugeState:
 
     @property
     def level(self) -> str:
-        """'ok', 'warning' (>= the micro target) or 'over' (> the limit)."""
+        """'ok', 'warning' (>= the micro target) or 'over' (> the limit); always 'ok' for a watched
+        client's request (ctxtui's limit is not its limit)."""
+        if self.watched:
+            return "ok"
         if self.chars > self.limit:
             return "over"
         if self.ratio >= self.target_ratio:

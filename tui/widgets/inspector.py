@@ -75,7 +75,8 @@ class InspectorStart:
     request_extra: dict[str, int] = field(default_factory=dict)
     """Characters the request carries beside the history (system prompt, tool schemas)."""
     watched: bool = False
-    """The history is another client's request (the proxy's), not ctxtui's agent's."""
+    """The history is another client's request (the proxy's), not ctxtui's agent's: ctxtui's limit is
+    only shown for comparison (no limit line on the timeline, no warning colours on the gauge)."""
 
 
 class Inspector(Vertical):
@@ -118,7 +119,7 @@ class Inspector(Vertical):
         with ContentSwitcher(initial="tree", id="views"):
             yield MessageTree(self.start.archive, self.start.messages, chars=self.start.chars, id="tree")
             yield BreakdownView(id="breakdown")
-            yield TimelineView(limit=self.start.limit, id="timeline")
+            yield TimelineView(limit=None if self.start.watched else self.start.limit, id="timeline")
             yield from self.extra_views
         yield CompactionLog(id="steps")
 

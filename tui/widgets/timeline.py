@@ -2,7 +2,7 @@
 
 One column per call (`agent.timeline` samples, oldest left): the solid bar is what was sent
 (`chars_after`), the light part above it what the steps before it removed (`chars_before`), a
-dashed line the pipeline's char limit. Under the bars: a mark for each call that had compaction
+dashed line the pipeline's char limit (none for another client's calls: `limit=None`). Under the bars: a mark for each call that had compaction
 steps before it, and the share of the prompt read from the cache. Left/Right (or a click) select a
 call; the lines under the chart then show its sample: what was sent, tokens, cache read/write, cost
 and the steps that ran before it with what each saved. `TimelineView.Selected` is posted on each
@@ -83,7 +83,7 @@ class TimelineView(Widget, can_focus=True):
     selected: reactive[int | None] = reactive(None)
     """The index of the selected sample; None follows the newest call."""
 
-    def __init__(self, *, limit: int = 50_000, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, *, limit: int | None = 50_000, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.samples: list[ContextSample] = []
         self.limit = limit
@@ -172,8 +172,9 @@ class TimelineView(Widget, can_focus=True):
             return text
         shown = [self.samples[index] for index in self._visible_range(width)]
         first = self._visible_range(width).start
-        scale = max([self.limit * 1.1, *(s.chars_before for s in shown), *(s.chars_after for s in shown), 1.0])
-        limit_row = CHART_ROWS - 1 - min(int(self.limit / scale * CHART_ROWS), CHART_ROWS - 1)
+        limit = self.limit
+        scale = max([(limit or 0) * 1.1, *(s.chars_before for s in shown), *(s.chars_after for s in shown), 1.0])
+        limit_row = CHART_ROWS - 1 - min(int(limit / scale * CHART_ROWS), CHART_ROWS - 1) if limit else -1
         for row in range(CHART_ROWS):
             floor = (CHART_ROWS - 1 - row) / CHART_ROWS * scale  # the value at this row's bottom
             for offset, sample in enumerate(shown):
@@ -185,7 +186,7 @@ class TimelineView(Widget, can_focus=True):
                 gap = "╌" if row == limit_row else " "
                 text.append(gap, _LIMIT if row == limit_row else Style())
             if row == limit_row:  # the limit's label wins the top row when the limit is drawn there
-                text.append(f" limit {short_count(self.limit)}", _LIMIT)
+                text.append(f" limit {short_count(limit or 0)}", _LIMIT)
                 if row == 0:
                     text.append(f" · top {short_count(int(scale))}", _DIM)
             elif row == 0:
@@ -218,7 +219,7 @@ class TimelineView(Widget, can_focus=True):
         """The character of one bar cell: solid for what was sent, light for what steps removed."""
         sent = sample.chars_after
         before = max(sample.chars_before, sent)
-        over = sent > self.limit
+        over = self.limit is not None and sent > self.limit
         if sent > floor:
             amount = min((sent - floor) / per_row, 1.0)
             return _LEVELS[max(int(amount * 8), 1)], _SENT_OVER if over else _SENT
