@@ -17,8 +17,13 @@ is rendered from that SVG with cairosvg.
   timeline.png          the same session: every model call, the steps before it, one call selected (/timeline, f2)
   preview.png           the preview of the next call (f4) with a pinned result, paused then resumed
   summary-review.png    the summary drafted for review before a manual compact (ctrl+o)
+  proxy.png             `ctxtui proxy`'s live view on a Claude Code-shaped session: the timeline, the
+                        call after the client's compaction selected (the real proxy, the loopback fake
+                        API of tests/support as its upstream, the real SDK as the client)
+  proxy-diff.png        the same session's diff view: the call after Claude Code cleared an old tool result
 
-`make_screenshots.py steering` writes only the last two.
+`make_screenshots.py steering` writes only preview and summary-review; `make_screenshots.py proxy`
+only the proxy's two.
 
 The context is over the limit only between a turn adding tool results and the next
 `Compactor.prepare` (which runs at once and brings it down), so "over the limit" lasts
@@ -33,6 +38,7 @@ import asyncio
 import contextlib
 import fcntl
 import shutil
+import socket
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -41,6 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Input
 from textual.widgets.tree import TreeNode
@@ -192,7 +199,7 @@ def freeze_cursors(app: CtxApp) -> None:
         field.cursor_blink = False
 
 
-def save(app: CtxApp, name: str) -> None:
+def save(app: App[Any], name: str) -> None:
     """`name`.svg via save_screenshot, `name`.png from it (cairosvg, DejaVu Sans Mono for Fira Code)."""
     import cairosvg
 
@@ -351,11 +358,79 @@ async def views_after_compaction() -> None:
     await agent.aclose()
 
 
+def free_or_any(port: int) -> int:
+    """`port` if nothing listens there (the README's figures), else 0: any free one."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return 0
+    return port
+
+
+async def proxy_views() -> None:
+    """proxy + proxy-diff: the live view on the session of tests/support/claude_code.py, recorded in WORKDIR."""
+    from core.proxy.http import shown_upstream
+    from core.proxy.record import Recorder
+    from core.proxy.thread import ProxyThread
+    from tests.support.claude_code import CLAUDE_CODE_USER_AGENT, claude_code_session, play_claude_code_session
+    from tests.support.fakeapi import FakeAnthropicServer
+    from tests.support.proxy import sdk_client
+    from tui.proxy_app import ProxyApp
+    from tui.widgets.proxy_status import ProxyAbout
+
+    workdir = await fresh_workdir()
+    calls = len(claude_code_session())
+    with FakeAnthropicServer(port=free_or_any(8789)) as fake:
+        recorder = Recorder(workdir)
+        recorder.prepare()
+        proxy = ProxyThread(fake.base_url, recorder, port=free_or_any(8788))
+        proxy.start()
+        try:
+            about = ProxyAbout(proxy.url, shown_upstream(fake.base_url), f"{recorder.folder}/")
+            app = ProxyApp(proxy.events, about, workdir, limit=LIMIT)
+            async with app.run_test(size=SIZE) as pilot, \
+                    sdk_client(proxy.url, default_headers={"User-Agent": CLAUDE_CODE_USER_AGENT}) as client:
+                view = app.view
+                await play_claude_code_session(client)
+
+                def settled() -> bool:
+                    gauge = view.inspector.gauge.state
+                    return (view.status.calls == calls and not view.status.pending
+                            and not view.inspector.message_tree.syncing and gauge.count is not None
+                            and gauge.count.exact and gauge.window is not None
+                            and not any(worker.group in ("forecast", "window") and not worker.is_finished
+                                        for worker in app.workers))
+
+                await wait_for(pilot, settled)
+                await pilot.press("3")
+                timeline = view.inspector.timeline_view
+                compacted = next(index for index, sample in enumerate(timeline.samples) if sample.steps)
+                timeline.select(compacted)
+                await pilot.pause(0.2)
+                save(app, "proxy")
+
+                await pilot.press("4")
+                diff = view.diff_view
+                cleared = compacted - 1  # the call before the compaction: Claude Code cleared an old result
+                diff.compare(cleared)
+                await wait_for(pilot, lambda: diff.diff is not None and diff.later_index == cleared)
+                await pilot.pause(0.2)
+                save(app, "proxy-diff")
+        finally:
+            proxy.stop()
+
+
 async def main() -> None:
     if sys.argv[1:] == ["steering"]:
         await steering_views()
         shutil.rmtree(WORKDIR, ignore_errors=True)
         return
+    if sys.argv[1:] == ["proxy"]:
+        await proxy_views()
+        shutil.rmtree(WORKDIR, ignore_errors=True)
+        return
+    await proxy_views()
     await steering_views()
     await demo_over_the_limit()
     await tree_and_archive()

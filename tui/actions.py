@@ -8,6 +8,7 @@ generated from `ACTIONS`, so the footer, the palette, `/help` and the README can
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -115,12 +116,12 @@ class UiState(Protocol):
     def inspector_visible(self) -> bool: ...
 
 
-def bindings(*, app_wide: bool) -> list[Binding]:
-    """The Textual bindings of the app (`app_wide`) or of the main screen."""
+def bindings(*, app_wide: bool, table: Sequence[Action] = ACTIONS) -> list[Binding]:
+    """The Textual bindings of the app (`app_wide`) or of the main screen (of `table`: another app's own)."""
     return [
         Binding(action.key, action.action, action.footer or "", id=action.id, show=action.footer is not None,
                 priority=action.app_wide, tooltip=action.help)
-        for action in ACTIONS
+        for action in table
         if action.key is not None and action.app_wide == app_wide
     ]
 
@@ -144,13 +145,14 @@ def palette_entries(state: UiState) -> list[Action]:
     return [action for action in ACTIONS if action.palette and availability(action.name, state) is True]
 
 
-def _key_label(key: str) -> str:
-    return "esc" if key == "escape" else key
+def key_label(key: str) -> str:
+    """A key as the help and the README say it ("esc"; "ctrl+c / ctrl+q" for a binding of two keys)."""
+    return " / ".join("esc" if one == "escape" else one for one in key.split(","))
 
 
 def help_markdown() -> str:
     """The `/help` text, from the table."""
-    keys = " · ".join(f"`{_key_label(action.key)}` {action.help[0].lower() + action.help[1:]}"
+    keys = " · ".join(f"`{key_label(action.key)}` {action.help[0].lower() + action.help[1:]}"
                       for action in ACTIONS if action.key)
     slashes = ", ".join(
         f"`/{action.slash}{f' [{action.slash_arg}]' if action.slash_arg else ''}`" for action in ACTIONS if action.slash
@@ -170,7 +172,7 @@ def readme_rows() -> list[str]:
     """The README's keys table rows (`| key | slash | what |`), as the table says them."""
     rows = []
     for action in ACTIONS:
-        key = f"`{_key_label(action.key)}`" if action.key else ("palette" if not action.slash else "")
+        key = f"`{key_label(action.key)}`" if action.key else ("palette" if not action.slash else "")
         slash = f"`/{action.slash}{f' [{action.slash_arg}]' if action.slash_arg else ''}`" if action.slash else ""
         rows.append(f"| {key} | {slash} | {action.help} |")
     return rows

@@ -10,13 +10,16 @@ conversation, keyed by its system prompt and first user message.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from core.client_markers import FoundMarker
-from core.proxy.diff import RequestDiff
+from core.client_markers import FoundMarker, is_compaction_summary
+from core.events import Splice
+from core.proxy.diff import RequestDiff, diff_messages, loose_equal
 from core.text import one_line, visible
 from core.usage.prices import Usage
+from core.usage.timeline import ContextSample
 
 Message = dict[str, Any]
 Outcome = Literal["pending", "complete", "client_gone", "upstream_cut", "unreachable", "stopped"]
@@ -111,6 +114,71 @@ class Conversation:
     aliases: set[str] = field(default_factory=set)  # keys it continued under after a compaction
 
 
+def first_diff(messages: Sequence[Any]) -> RequestDiff:
+    """A conversation's first request: every message added (one splice onto an empty history)."""
+    return RequestDiff(added=tuple(range(len(messages))),
+                       changes=(Splice(0, 0, tuple(messages)),) if messages else ())
+
+
+def diff_request(previous: ProxyCall, messages: list[Any], system: Any, tools: Any,
+                 model: str | None) -> tuple[list[Any], RequestDiff]:
+    """A request against an earlier call of its conversation: its messages (equal ones interned as the
+    earlier call's objects) and the diff."""
+    result = diff_messages(previous.messages, messages)
+    system_changed = not loose_equal(previous.system, system)
+    tools_changed = not loose_equal(previous.tools, tools)
+    first_change = ("tools" if tools_changed else "system" if system_changed
+                    else None if result.first_change is None else f"messages.{result.first_change}")
+    opens_compacted = bool(messages) and is_compaction_summary(messages[0])
+    same_opening = bool(previous.messages) and loose_equal(previous.messages[0], messages[0]) if messages else False
+    return result.interned, RequestDiff(
+        previous=previous.id, changes=result.changes, added=result.added, removed=result.removed,
+        changed=result.changed, remarked=result.remarked, system_changed=system_changed, tools_changed=tools_changed,
+        model_changed=previous.model != model, first_change=first_change,
+        compacted=opens_compacted and not same_opening)
+
+
+def compare_calls(earlier: ProxyCall, later: ProxyCall) -> RequestDiff:
+    """What changed from `earlier` to `later`, any two calls (a view's diff of two chosen calls).
+
+    For a call and the one before it in its conversation this is `later.diff` again; other pairs
+    are aligned here (in full when the history was edited: run it off the event loop for long ones).
+    """
+    if later.diff.previous == earlier.id:
+        return later.diff
+    return diff_request(earlier, later.messages, later.system, later.tools, later.model)[1]
+
+
+CLIENT_COMPACTION = "client compaction"
+"""The step a sample names when the client compacted its history before this call."""
+
+
+def call_sample(call: ProxyCall, previous: ProxyCall | None = None) -> ContextSample:
+    """The call as a timeline sample: what was sent, the reply's usage and cost (None until it ended).
+
+    `call` is the call's number in its conversation (`turn`). When the client compacted its history
+    since `previous` (the conversation's call before it), the sample names that as its step and
+    `chars_before` is what `previous` sent.
+    """
+    steps: tuple[str, ...] = ()
+    saved: tuple[int, ...] = ()
+    before = call.chars
+    if call.diff.compacted and previous is not None:
+        steps, saved = (CLIENT_COMPACTION,), (max(previous.chars - call.chars, 0),)
+        before = max(previous.chars, call.chars)
+    usage = call.usage
+    failed = call.finished and (call.outcome != "complete" or (call.status or 0) >= 400)
+    return ContextSample(
+        call=call.turn, chars_before=before, chars_after=call.chars, steps=steps, saved=saved,
+        messages=len(call.messages),
+        input_tokens=usage.input_tokens if usage is not None else None,
+        cache_read_tokens=usage.cache_read_tokens if usage is not None else None,
+        cache_creation_tokens=usage.cache_creation_tokens if usage is not None else None,
+        output_tokens=usage.output_tokens if usage is not None else None,
+        cost=call.cost, error=failure(call) if failed else None,
+    )
+
+
 def describe_call(call: ProxyCall, clock: str | None = None) -> str:
     """One line per call, as `ctxtui proxy --headless` prints it (safe for a terminal)."""
     import time
@@ -123,12 +191,13 @@ def describe_call(call: ProxyCall, clock: str | None = None) -> str:
                      f"w {usage.cache_creation_tokens:,} out {usage.output_tokens:,}")
     parts.append(f"${call.cost:.4f}" if call.cost is not None else "$?")
     if call.outcome != "complete" or (call.status or 0) >= 400:
-        parts.append(_failure(call))
+        parts.append(failure(call))
     parts.append(call.diff.describe())
     return visible(" · ".join(parts))
 
 
-def _failure(call: ProxyCall) -> str:
+def failure(call: ProxyCall) -> str:
+    """How a call that did not end well ended, in a few words."""
     if call.outcome == "unreachable":
         return "502 upstream unreachable"
     if call.outcome == "client_gone":

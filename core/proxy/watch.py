@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,8 +29,10 @@ from core.proxy.calls import (
     ProxyEvent,
     ProxyNotice,
     Timings,
+    diff_request,
+    first_diff,
 )
-from core.proxy.diff import RequestDiff, diff_messages, digest, loose_equal
+from core.proxy.diff import digest
 from core.proxy.http import recorded_request_headers, recorded_response_headers
 from core.proxy.record import RECORD_VERSION, REQUEST, RESPONSE, Recorder, RecordError
 from core.proxy.sse import UndecodableBody, decode_body, read_reply
@@ -126,7 +128,7 @@ class Watch:
 
     # --- the view's side ----------------------------------------------------------------------
 
-    async def events(self) -> AsyncIterator[ProxyEvent]:
+    async def events(self) -> AsyncGenerator[ProxyEvent, None]:
         """Every call so far, then each event as it happens, until the watch is closed."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
         self._subscribers.add(queue)
@@ -202,9 +204,9 @@ class Watch:
         conversation, new, key = self._conversation_for(system, messages)
         previous = conversation.latest
         if previous is None:
-            interned, diff = list(messages), RequestDiff(added=tuple(range(len(messages))))
+            interned, diff = list(messages), first_diff(messages)
         else:
-            interned, diff = _diff(previous, messages, system, tools, model)
+            interned, diff = diff_request(previous, messages, system, tools, model)
             # Equal system prompts and tool lists are the previous call's objects: a long session keeps one copy.
             system = previous.system if system == previous.system else system
             tools = previous.tools if tools == previous.tools else tools
@@ -289,23 +291,6 @@ class Watch:
             except RecordError as error:
                 return done, f"reply not recorded: {error}"
         return done, None
-
-
-def _diff(previous: ProxyCall, messages: list[Any], system: Any, tools: Any,
-          model: str | None) -> tuple[list[Any], RequestDiff]:
-    """This request against the previous one of its conversation: the interned messages and the diff."""
-    result = diff_messages(previous.messages, messages)
-    system_changed = not loose_equal(previous.system, system)
-    tools_changed = not loose_equal(previous.tools, tools)
-    first_change = ("tools" if tools_changed else "system" if system_changed
-                    else None if result.first_change is None else f"messages.{result.first_change}")
-    opens_compacted = bool(messages) and is_compaction_summary(messages[0])
-    same_opening = bool(previous.messages) and loose_equal(previous.messages[0], messages[0]) if messages else False
-    return result.interned, RequestDiff(
-        previous=previous.id, changes=result.changes, added=result.added, removed=result.removed,
-        changed=result.changed, remarked=result.remarked, system_changed=system_changed, tools_changed=tools_changed,
-        model_changed=previous.model != model, first_change=first_change,
-        compacted=opens_compacted and not same_opening)
 
 
 def _request_record(start: ExchangeStart, call: ProxyCall, body: dict[str, Any], body_error: str | None,

@@ -11,10 +11,11 @@ from typing import Any
 
 import anthropic
 
-from core.proxy.calls import CallFinished, ProxyCall
+from core.proxy.calls import CallFinished, ProxyCall, Timings
 from core.proxy.record import Recorder
 from core.proxy.server import ProxyServer
-from core.proxy.watch import Watch
+from core.proxy.watch import ExchangeEnd, ExchangeStart, Watch
+from tests.support.fakeapi import MessageReply
 
 TEST_KEY = "sk-ant-api03-proxy-test-key-0123456789abcdef"
 
@@ -64,3 +65,61 @@ def sdk_client(base_url: str, *, api_key: str = TEST_KEY, **options: Any) -> ant
 def read_record(path: Path) -> list[dict[str, Any]]:
     """The records of a recording file (lines end at "\n" only: U+2028 may sit raw inside a record)."""
     return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
+
+
+def view_app(proxy: RunningProxy, workdir: Path, *, about: Any = None, limit: int = 50_000) -> Any:
+    """`ctxtui proxy`'s live view on this proxy's events (the real app; the proxy runs in the test's loop)."""
+    from tui.proxy_app import ProxyApp
+    from tui.widgets.proxy_status import ProxyAbout
+
+    about = about or ProxyAbout(proxy.url, proxy.server.upstream, None)
+    return ProxyApp(proxy.watch.events, about, workdir, limit=limit)
+
+
+# --- a Watch fed by hand, as the server would feed it -------------------------------------------------
+
+SYSTEM = [{"type": "text", "text": "You are a coding agent.", "cache_control": {"type": "ephemeral"}}]
+HEADERS = [("User-Agent", "claude-cli/2.1.0"), ("Content-Type", "application/json"), ("x-api-key", "sk-ant-secret-1")]
+
+
+class Driver:
+    """Hands exchanges to a Watch as the server would, with replies from the fake's builders."""
+
+    def __init__(self, watch: Watch) -> None:
+        self.watch = watch
+        self.count = 0
+
+    def call(self, body: dict[str, Any] | bytes, reply: str = "ok", *, usage: dict[str, int] | None = None,
+             status: int = 200) -> str:
+        self.count += 1
+        exchange_id = f"x{self.count:03d}"
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.watch.started(ExchangeStart(exchange_id, 1_000.0 + self.count, "POST", "/v1/messages", HEADERS, raw,
+                                         frozenset({"sk-ant-secret-1"})))
+        parsed = json.loads(raw) if not isinstance(body, bytes) else {}
+        message = MessageReply([{"type": "text", "text": reply}], message_id=f"msg_{self.count}",
+                               input_tokens=(usage or {}).get("input", 100),
+                               output_tokens=(usage or {}).get("output", 10),
+                               cache_read_tokens=(usage or {}).get("read", 0),
+                               cache_creation_tokens=(usage or {}).get("write", 0)).message_body(parsed)
+        self.watch.finished(ExchangeEnd(exchange_id, status, [("content-type", "application/json")],
+                                        json.dumps(message).encode(), Timings(0.01, 0.02, 0.03), "complete"))
+        return exchange_id
+
+
+async def until_finished(watch: Watch, count: int) -> None:
+    done = 0
+    async with aclosing(watch.events()) as events:
+        async for event in events:
+            done += isinstance(event, CallFinished)
+            if done == count:
+                return
+
+
+def body(messages: list[Any], system: Any = SYSTEM, model: str = "claude-sonnet-5-5") -> dict[str, Any]:
+    return {"model": model, "max_tokens": 100, "system": system, "messages": messages}
+
+
+def turn(*texts: str) -> list[Any]:
+    """user, assistant, user, ... with the given texts."""
+    return [{"role": "user" if n % 2 == 0 else "assistant", "content": text} for n, text in enumerate(texts)]

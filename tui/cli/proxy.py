@@ -1,8 +1,10 @@
 """`ctxtui proxy`: the capture proxy's command line (the server itself is core/proxy/).
 
-Prints `listening on http://127.0.0.1:P` as its first line, then where it records and where it
-forwards, then one line per call. Until the live view exists, the default is the same line per
-call as `--headless` (and it says so on stderr). Ctrl-C or SIGTERM stops it; exit 0.
+Prints `listening on http://127.0.0.1:P` as its first stdout line, then where it records and where
+it forwards. Then either the live view (tui/proxy_app.py) takes the terminal, or with `--headless`
+(or when stderr is not a terminal to paint on) it prints one line per call. The view paints on
+stderr (Textual's way), so stdout keeps those first lines, and they are on the screen again when
+the view closes. Ctrl-C (or ctrl+q in the view) or SIGTERM stops it; exit 0.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import contextlib
 import os
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,8 @@ def add_proxy_parser(commands: Any) -> None:
     proxy = commands.add_parser(
         "proxy", help="watch any Messages-API client (Claude Code, the SDKs) through a loopback proxy",
         description="Forward /v1/... requests to the upstream unchanged, record each /v1/messages exchange, "
-        "and print one line per call. Point a client at it with ANTHROPIC_BASE_URL=http://127.0.0.1:PORT.")
+        "and show each request live (or print one line per call with --headless). Point a client at it with "
+        "ANTHROPIC_BASE_URL=http://127.0.0.1:PORT.")
     proxy.add_argument("--port", dest="proxy_port", default=str(DEFAULT_PORT), metavar="P",
                        help=f"the port to listen on (default {DEFAULT_PORT}; 0 picks a free one)")
     proxy.add_argument("--host", dest="proxy_host", default="127.0.0.1", metavar="H",
@@ -38,7 +41,7 @@ def add_proxy_parser(commands: Any) -> None:
                        help=f"where requests go (default $ANTHROPIC_BASE_URL, else {DEFAULT_UPSTREAM})")
     proxy.add_argument("--workdir", type=Path, default=argparse.SUPPRESS,
                        help="where the recordings go: WORKDIR/.ctxtui/proxy/ (default: the current directory)")
-    proxy.add_argument("--headless", action="store_true", help="print one line per call (no live view)")
+    proxy.add_argument("--headless", action="store_true", help="print one line per call instead of the live view")
     proxy.add_argument("--no-record", action="store_true", help="keep nothing on disk")
 
 
@@ -95,13 +98,95 @@ def run_proxy(args: argparse.Namespace) -> int:
     except ProxyUsageError as error:
         _say(f"ctxtui proxy: error: {error}", err=True)
         return EXIT_USAGE
-    return asyncio.run(serve_proxy(options))
+    if not options.headless and not sys.stderr.isatty():
+        note = "ctxtui proxy: stderr is not a terminal, so no live view: one line per call, as --headless"
+        return asyncio.run(serve_proxy(replace(options, headless=True), note))
+    if options.headless:
+        return asyncio.run(serve_proxy(options))
+    return run_view(options)
 
 
-async def serve_proxy(options: ProxyOptions) -> int:
-    """Serve until SIGINT or SIGTERM, printing a line per call."""
-    from core.proxy.calls import CallFinished, ProxyNotice, describe_call
+def _announce(url: str, options: ProxyOptions, folder: Path | None) -> None:
+    """The first lines on stdout: where it listens (the contract's first line), records and forwards."""
+    from core.proxy.http import shown_upstream
+
+    _say(f"listening on {url}")
+    if folder is not None:
+        _say(f"recording to {folder}{os.sep} (one file per call, 0600; --no-record keeps nothing)")
+    else:
+        _say("not recording (--no-record): nothing is written to disk")
+    _say(f"forwarding to {shown_upstream(options.upstream)}")
+    _say(f"start a client with ANTHROPIC_BASE_URL={url}")
+
+
+def _self_upstream(options: ProxyOptions, port: int) -> bool:
+    """The upstream is this very proxy: said in one line (the caller stops and exits 2)."""
     from core.proxy.http import shown_upstream, upstream_is
+
+    if not upstream_is(options.upstream, options.host, port):
+        return False
+    _say(f"ctxtui proxy: error: the upstream {shown_upstream(options.upstream)} is this proxy "
+         "(unset ANTHROPIC_BASE_URL or pass --upstream)", err=True)
+    return True
+
+
+def _stopped(calls: int, recorder: Any) -> None:
+    where = f" ({recorder.written} recorded in {recorder.folder})" if recorder is not None else ""
+    _say(f"ctxtui proxy: stopped after {calls} call(s){where}", err=True)
+
+
+def run_view(options: ProxyOptions) -> int:
+    """The proxy on a thread of its own (a repaint never delays a reply), the live view on this one."""
+    from core.config import ConfigError, resolve_config
+    from core.proxy.http import shown_upstream
+    from core.proxy.record import Recorder, RecordError
+    from core.proxy.server import ProxyError
+    from core.proxy.thread import ProxyThread
+
+    sys.setswitchinterval(0.001)  # see serve_proxy: the view's thread hands the GIL back to the proxy's sooner
+    try:
+        config = resolve_config(flags={}, overrides=[])
+    except ConfigError as error:
+        _say(f"ctxtui proxy: {error} (the view uses the defaults)", err=True)
+        config = None
+    recorder = Recorder(options.workdir) if options.record else None
+    if recorder is not None:
+        try:
+            recorder.prepare()
+        except RecordError as error:
+            _say(f"ctxtui proxy: {error}", err=True)
+            return EXIT_FAILED
+    proxy = ProxyThread(options.upstream, recorder, host=options.host, port=options.port)
+    try:
+        proxy.start()
+    except ProxyError as error:
+        _say(f"ctxtui proxy: {error}", err=True)
+        return EXIT_FAILED
+    if _self_upstream(options, proxy.server.port):
+        proxy.stop()
+        return EXIT_USAGE
+    folder = recorder.folder if recorder is not None else None
+    _announce(proxy.url, options, folder)
+    from core.compaction import CompactionSettings
+    from tui.proxy_app import ProxyApp
+    from tui.widgets.proxy_status import ProxyAbout
+
+    compaction = config.compaction if config is not None else CompactionSettings()
+    about = ProxyAbout(proxy.url, shown_upstream(options.upstream), f"{folder}{os.sep}" if folder else None)
+    app = ProxyApp(proxy.events, about, options.workdir, limit=compaction.context_char_limit,
+                   target_ratio=compaction.micro_target_ratio, theme=config.top.get("theme") if config is not None else None,
+                   stop_on_sigterm=True)
+    try:
+        app.run()
+    finally:
+        proxy.stop()  # what the watch was handed is recorded before this returns
+    _stopped(proxy.calls, recorder)
+    return EXIT_OK
+
+
+async def serve_proxy(options: ProxyOptions, note: str | None = None) -> int:
+    """Serve until SIGINT or SIGTERM, printing a line per call (`note`, when given, on stderr once it listens)."""
+    from core.proxy.calls import CallFinished, ProxyNotice, describe_call
     from core.proxy.record import Recorder, RecordError
     from core.proxy.server import ProxyError, ProxyServer
     from core.proxy.watch import Watch
@@ -124,21 +209,12 @@ async def serve_proxy(options: ProxyOptions) -> int:
     except ProxyError as error:
         _say(f"ctxtui proxy: {error}", err=True)
         return EXIT_FAILED
-    if upstream_is(options.upstream, options.host, server.port):
+    if _self_upstream(options, server.port):
         await server.aclose()
-        _say(f"ctxtui proxy: error: the upstream {shown_upstream(options.upstream)} is this proxy "
-             "(unset ANTHROPIC_BASE_URL or pass --upstream)", err=True)
         return EXIT_USAGE
-    _say(f"listening on {server.url}")
-    if recorder is not None:
-        _say(f"recording to {recorder.folder}{os.sep} (one file per call, 0600; --no-record keeps nothing)")
-    else:
-        _say("not recording (--no-record): nothing is written to disk")
-    _say(f"forwarding to {shown_upstream(options.upstream)}")
-    _say(f"start a client with ANTHROPIC_BASE_URL={server.url}")
-    if not options.headless:
-        _say("ctxtui proxy: the live view is not built yet; printing one line per call as --headless does",
-             err=True)
+    _announce(server.url, options, recorder.folder if recorder is not None else None)
+    if note is not None:
+        _say(note, err=True)
 
     async def print_calls() -> None:
         async for event in watch.events():
@@ -161,6 +237,5 @@ async def serve_proxy(options: ProxyOptions) -> int:
         await watch.aclose()
         with contextlib.suppress(asyncio.CancelledError):
             await printer
-    where = f" ({recorder.written} recorded in {recorder.folder})" if recorder is not None else ""
-    _say(f"ctxtui proxy: stopped after {len(watch.calls)} call(s){where}", err=True)
+    _stopped(len(watch.calls), recorder)
     return EXIT_OK

@@ -64,6 +64,9 @@ class GaugeState:
     """The last model call's sample (its cache read/write)."""
     cost: float | None = None
     """The session's cost so far (None offline or when nothing could be priced)."""
+    watched: bool = False
+    """Another client's request (the proxy's latest): its tokens are what was sent, and ctxtui's own
+    pipeline (the step chips, the last step) has nothing to say about it."""
 
     @property
     def count_label(self) -> str:
@@ -77,18 +80,23 @@ class GaugeState:
         return f"estimate ({display_line(reason, 40)})" if reason else "estimate"
 
     @property
+    def subject(self) -> str:
+        """Which request the token line sizes: the agent's next one, or the watched client's last one."""
+        return "sent" if self.watched else "next"
+
+    @property
     def window_line(self) -> str:
         """'next 12.3k / 200k tok (6%) · exact · window: table' (no window part when it is unknown)."""
         found, window = self.count, self.window
         if found is None:
-            return "next request: not counted yet"
+            return f"{self.subject} request: not counted yet"
         known = window is not None and window.tokens
         if window is not None and window.tokens:
             of = f" / {_round(window.tokens)} tok ({math.floor(found.tokens * 100 / window.tokens)}%)"
         else:
             of = " tok"
         source = f" · window: {window.source}" if known and window is not None else ""
-        return f"next {short_count(found.tokens)}{of} · {self.count_label}{source}"
+        return f"{self.subject} {short_count(found.tokens)}{of} · {self.count_label}{source}"
 
     @property
     def cache_line(self) -> str:
@@ -129,7 +137,10 @@ class GaugeState:
 
     @property
     def level(self) -> str:
-        """'ok', 'warning' (>= the micro target) or 'over' (> the limit)."""
+        """'ok', 'warning' (>= the micro target) or 'over' (> the limit); always 'ok' for a watched
+        client's request (ctxtui's limit is not its limit)."""
+        if self.watched:
+            return "ok"
         if self.chars > self.limit:
             return "over"
         if self.ratio >= self.target_ratio:
@@ -148,8 +159,11 @@ class GaugeState:
 
     @property
     def figure(self) -> str:
-        """'42,318 / 50,000 chars (84%)'; an empty history says so (its JSON `[]` is 2 chars)."""
+        """'42,318 / 50,000 chars (84%)'; an empty history says so (its JSON `[]` is 2 chars). A watched
+        client's request is measured against ctxtui's limit for comparison, and says so."""
         empty = ", empty history" if self.messages == 0 else ""
+        if self.watched:
+            return f"{count(self.chars)} chars of messages ({self.percent} of ctxtui's {count(self.limit)} limit{empty})"
         return f"{count(self.chars)} / {count(self.limit)} chars ({self.percent}{empty})"
 
     @property
@@ -289,11 +303,13 @@ class ContextGauge(Widget):
     def figure(self) -> str:
         return self.state.figure
 
-    def configure(self, limit: int, target_ratio: float, *, offline: bool = False) -> None:
-        """The limit and micro target; `offline`: there is no API, so no API figures are shown."""
+    def configure(self, limit: int, target_ratio: float, *, offline: bool = False, watched: bool = False) -> None:
+        """The limit and micro target; `offline`: there is no API, so no API figures are shown; `watched`:
+        the request is another client's (the proxy's), not the next call of ctxtui's agent."""
         self.state.limit = limit
         self.state.target_ratio = target_ratio
         self.state.offline = offline
+        self.state.watched = watched
         self._changed()
 
     def measured(self, event: ContextMeasured, chars: int | None = None, messages: int | None = None) -> None:
@@ -365,7 +381,8 @@ class ContextGauge(Widget):
     def reset(self) -> None:
         state = self.state
         self.state = GaugeState(
-            limit=state.limit, target_ratio=state.target_ratio, offline=state.offline, window=state.window
+            limit=state.limit, target_ratio=state.target_ratio, offline=state.offline, window=state.window,
+            watched=state.watched,
         )
         self._changed()
 
@@ -464,13 +481,18 @@ class ContextGauge(Widget):
         window.truncate(max(width, 10), overflow="ellipsis")  # one line whatever the label
         if self.dense:
             tokens.append(f" · {plural(state.messages, 'msg')}", style=muted)
-            lines += [tokens, window, Text(state.cache_line, style=muted), Text(state.short_last_line)]
+            lines += [tokens, window, Text(state.cache_line, style=muted)]
+            if not state.watched:
+                lines.append(Text(state.short_last_line))
         else:
             lines.append(tokens)
             lines.append(window)
             lines.append(Text(state.cache_line, style=muted))
-            lines.append(Text(f"{plural(state.messages, 'message')} · {state.last_line}"))
-            lines.append(self._pipeline())
+            if state.watched:
+                lines.append(Text(plural(state.messages, "message")))
+            else:
+                lines.append(Text(f"{plural(state.messages, 'message')} · {state.last_line}"))
+                lines.append(self._pipeline())
         if self.preview_line:
             style = styles["warning_text"] + Style(bold=True) if self.preview_warning else muted
             lines.append(Text(self.preview_line, style=style))

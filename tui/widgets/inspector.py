@@ -20,6 +20,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import ContentSwitcher
 
 from core.archive import Archive
@@ -30,6 +31,7 @@ from core.events import (
     Forecast,
     HistoryChanged,
     NextCallPreview,
+    Splice,
     StepName,
 )
 from core.history.categories import Breakdown
@@ -72,6 +74,9 @@ class InspectorStart:
     samples: Sequence[ContextSample] = ()
     request_extra: dict[str, int] = field(default_factory=dict)
     """Characters the request carries beside the history (system prompt, tool schemas)."""
+    watched: bool = False
+    """The history is another client's request (the proxy's), not ctxtui's agent's: ctxtui's limit is
+    only shown for comparison (no limit line on the timeline, no warning colours on the gauge)."""
 
 
 class Inspector(Vertical):
@@ -91,10 +96,15 @@ class Inspector(Vertical):
             super().__init__()
             self.steps = steps
 
-    def __init__(self, start: InspectorStart, source: ContextSource, *, id: str | None = None) -> None:
+    def __init__(self, start: InspectorStart, source: ContextSource, *, id: str | None = None,
+                 extra_views: Sequence[Widget] = ()) -> None:
         super().__init__(id=id)
         self.start = start
         self.source = source
+        self.extra_views = tuple(extra_views)
+        """Views of a host's own beside the three (the proxy's diff): each by its id, after the timeline in f2's round."""
+        self.view_names = (*VIEWS, *(str(view.id) for view in self.extra_views))
+        self.request_extra = dict(start.request_extra)
         self.tracker = Breakdown(start.messages)
         """The breakdown of the history, kept current from the splices (never re-walked)."""
         self.next_count: TokenCount | None = None
@@ -109,18 +119,20 @@ class Inspector(Vertical):
         with ContentSwitcher(initial="tree", id="views"):
             yield MessageTree(self.start.archive, self.start.messages, chars=self.start.chars, id="tree")
             yield BreakdownView(id="breakdown")
-            yield TimelineView(limit=self.start.limit, id="timeline")
+            yield TimelineView(limit=None if self.start.watched else self.start.limit, id="timeline")
+            yield from self.extra_views
         yield CompactionLog(id="steps")
 
     def on_mount(self) -> None:
         start = self.start
         gauge = self.gauge
         gauge.border_title = "Context"
-        gauge.configure(start.limit, start.target_ratio, offline=start.offline)
+        gauge.configure(start.limit, start.target_ratio, offline=start.offline, watched=start.watched)
         gauge.history_changed(start.chars, len(start.messages))
         gauge.steering(paused=start.paused)
         self.breakdown_view.border_title = "Breakdown · f2 → timeline"
-        self.timeline_view.border_title = "Timeline · f2 → tree"
+        after_timeline = self.view_names[(self.view_names.index("timeline") + 1) % len(self.view_names)]
+        self.timeline_view.border_title = f"Timeline · f2 → {after_timeline}"
         self.timeline_view.set_samples(start.samples)
         if start.samples:
             gauge.sampled(start.samples[-1], session_cost(start.samples))
@@ -189,6 +201,21 @@ class Inspector(Vertical):
         self.gauge.flush()
         self.refresh_forecast()
 
+    def replace_history(self, messages: Sequence[Message_], chars: int, samples: Sequence[ContextSample] = ()) -> None:
+        """Show another history altogether, with its calls (the proxy view switching conversations)."""
+        self.session_started()
+        self.timeline_view.set_samples(samples)
+        if samples:
+            self.gauge.sampled(samples[-1], session_cost(samples))
+        self.history_changed(HistoryChanged(length=len(messages), chars=chars,
+                                            changes=(Splice(0, len(self.tracker), tuple(messages)),), reason="replace"))
+
+    def set_request_extra(self, extra: dict[str, int]) -> None:
+        """What the request carries beside the history now (the proxy's system prompt and tools per call)."""
+        self.request_extra = dict(extra)
+        if self.views.current == "breakdown":
+            self._paint_breakdown()
+
     def session_started(self) -> None:
         """A new or resumed session: no calls, no steps yet (its HistoryChanged brings the history)."""
         self.gauge.reset()
@@ -248,14 +275,15 @@ class Inspector(Vertical):
 
     @property
     def next_view(self) -> str:
-        current = self.views.current if self.views.current in VIEWS else "tree"
-        return VIEWS[(VIEWS.index(current) + 1) % len(VIEWS)]
+        names = self.view_names
+        current = self.views.current if self.views.current in names else "tree"
+        return names[(names.index(current) + 1) % len(names)]
 
     def _paint_breakdown(self) -> None:
         found = self.next_count
         self.breakdown_view.follow(
             self.tracker, tokens=found.tokens if found is not None else None,
-            exact=found is not None and found.exact, request_extra=self.start.request_extra,
+            exact=found is not None and found.exact, request_extra=self.request_extra,
         )
 
     def select_message(self, index: int, block: int | None) -> None:

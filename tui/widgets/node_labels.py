@@ -1,6 +1,9 @@
 """How the message tree labels what it shows: a node per message, a child per block, markers styled
 by kind. A marker is styled (and can be opened) only when the archive resolves its path; anything
 else, including a forged `[Earlier tool result saved at ../../etc/passwd]`, is the plain text it is.
+Markers other clients leave (core/client_markers.py: Claude Code's compaction summaries, cleared
+tool results and interruption notes, the API's compaction blocks) are styled where they have the
+exact shape that module knows; they point at no file, so selecting one shows its text.
 Untrusted text enters a label as `Text`, never as markup, with control characters shown as escapes.
 """
 
@@ -15,6 +18,7 @@ from rich.style import Style
 from rich.text import Text
 
 from core.archive import ArchivedFile
+from core.client_markers import ClientMarker, block_marker, client_marker
 from core.events import MARKER_KINDS
 from core.history.messages import USER_PIN_PREFIX, result_text, tool_result_ids, user_pin_key
 from core.history.sizes import message_chars
@@ -38,6 +42,8 @@ class NodeInfo:
     markers: dict[str, int] = field(default_factory=dict)
     body: Text | None = field(default=None, repr=False, compare=False)  # the label after "#N "
     leaf: bool = field(default=False, repr=False, compare=False)
+    client: ClientMarker | None = None
+    """Another client's marker this message or block is (shown styled; it opens no file)."""
 
     @property
     def trusted(self) -> bool:
@@ -96,6 +102,10 @@ class NodeLabels:
             if marker is not None and archived is not None:
                 info = NodeInfo(marker.kind, index, message, marker=marker, archived=archived, leaf=True)
                 info.body = Text.assemble(self.marker(marker), self._size(size))
+            elif marker is None and (found := client_marker(text)) is not None:
+                info = NodeInfo("message", index, message, leaf=True, client=found)
+                info.body = Text.assemble((role, self._style(role)), " · ", self.client_marker(found),
+                                          self._size(size))
             else:
                 info = NodeInfo("message", index, message, marker=marker, leaf=True)
                 info.body = Text.assemble(
@@ -110,9 +120,14 @@ class NodeLabels:
         info = NodeInfo("message", index, message)
         kinds: dict[str, int] = {}
         names: list[str] = []
+        clients: dict[str, tuple[ClientMarker, int]] = {}  # another client's markers by kind: one, and how many
         for block in content:
             if not isinstance(block, dict):
                 continue
+            found = block_marker(block)
+            if found is not None:
+                first, times = clients.get(found.kind, (found, 0))
+                clients[found.kind] = (first, times + 1)
             kind = str(block.get("type"))
             kinds[visible(kind)] = kinds.get(visible(kind), 0) + 1
             if kind == "tool_use":
@@ -134,6 +149,10 @@ class NodeLabels:
                 label.append(f" · {glyph}{info.markers[kind]}", style=self._style(kind))
         if info.markers.get("error"):
             label.append(f" · ✗{info.markers['error']}", style=self._style("error"))
+        for found, times in clients.values():
+            label.append(" · ").append_text(self.client_marker(found, short=True))
+            if times > 1:
+                label.append(f" ×{times}", style=self._style(CLIENT_STYLES[found.kind]))
         ids = set(tool_result_ids(message))
         if ids & self.pinned or self.user_pinned(message):
             label.append(" · 📌 pinned", style=self._style("pinned"))
@@ -173,10 +192,32 @@ class NodeLabels:
             (visible(marker.path), self._style("persisted") + link),
         )
 
+    def client_marker(self, marker: ClientMarker, *, short: bool = False) -> Text:
+        """Another client's marker: its glyph and what it is ("Σ claude-code compaction summary")."""
+        style = self._style(CLIENT_STYLES[marker.kind])
+        glyph = CLIENT_GLYPHS[marker.kind]
+        if short:
+            return Text(f"{glyph} {CLIENT_SHORT[marker.kind]}", style=style)
+        return Text(f"{glyph} {visible(marker.describe())}", style=style)
+
     def block(self, parent: NodeInfo, block_index: int, block: dict[str, Any]) -> tuple[Text, NodeInfo]:
         kind = str(block.get("type"))
         info = NodeInfo(kind, parent.index, parent.message, block=block_index)
         muted = self._style("muted")
+        found = block_marker(block)
+        if found is not None:
+            info.client = found
+            text = info.text if kind != "compaction" else str(block.get("content", ""))
+            label = Text.assemble(self.client_marker(found), (f" · {count(len(text))} chars", muted))
+            if found.summary:
+                label.append(f' · "{display_line(found.summary, 60)}"')
+            return label, info
+        if kind in ("thinking", "redacted_thinking"):
+            text = str(block.get("thinking", "")) if kind == "thinking" else ""
+            label = Text.assemble((kind, muted), (f" · {count(len(text))} chars", muted))
+            if text:
+                label.append(f' · "{display_line(text, 60)}"', style=muted)
+            return label, info
         if kind == "text":
             text = str(block.get("text", ""))
             return Text.assemble("text", (f" · {count(len(text))} chars", muted), f' · "{display_line(text, 60)}"'), info
@@ -218,6 +259,13 @@ class NodeLabels:
     def user_pinned(self, message: dict[str, Any]) -> bool:
         """A user message pinned by its content key (hashed only while some user message is pinned)."""
         return bool(self._user_pins) and user_pin_key(message) in self._user_pins
+
+
+CLIENT_STYLES = {"compaction_summary": "summary", "server_compaction": "summary",
+                 "cleared_tool_result": "placeholder", "interrupted": "muted"}
+CLIENT_GLYPHS = {"compaction_summary": "Σ", "server_compaction": "Σ", "cleared_tool_result": "⌫", "interrupted": "⏹"}
+CLIENT_SHORT = {"compaction_summary": "compaction summary", "server_compaction": "server compaction",
+                "cleared_tool_result": "cleared result", "interrupted": "interrupted"}
 
 
 def has_blocks(message: dict[str, Any]) -> bool:

@@ -2,7 +2,7 @@
 
 One column per call (`agent.timeline` samples, oldest left): the solid bar is what was sent
 (`chars_after`), the light part above it what the steps before it removed (`chars_before`), a
-dashed line the pipeline's char limit. Under the bars: a mark for each call that had compaction
+dashed line the pipeline's char limit (none for another client's calls: `limit=None`). Under the bars: a mark for each call that had compaction
 steps before it, and the share of the prompt read from the cache. Left/Right (or a click) select a
 call; the lines under the chart then show its sample: what was sent, tokens, cache read/write, cost
 and the steps that ran before it with what each saved. `TimelineView.Selected` is posted on each
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from rich.style import Style
 from rich.text import Text
@@ -28,6 +28,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from core.proxy.calls import CLIENT_COMPACTION
 from core.text import visible
 from core.usage.timeline import ContextSample, session_cost
 from tui.format import count, one_line, short_count
@@ -42,6 +43,7 @@ STEP_MARKS = {
     "fit_tool_results": "f",
     "compact_history": "C",
     "reactive_compact": "R",
+    CLIENT_COMPACTION: "Σ",  # the proxy: the client compacted its own history before this call
 }
 _SENT = Style(color="dodger_blue1")
 _SENT_OVER = Style(color="red1")
@@ -49,6 +51,7 @@ _REMOVED = Style(color="grey35")
 _LIMIT = Style(color="red3")
 _STEP = Style(color="spring_green2", bold=True)
 _CACHE = Style(color="gold1")
+_MISS = Style(color="orange_red1", bold=True)
 _SELECTED = Style(bgcolor="grey23")
 _DIM = Style(dim=True)
 
@@ -80,7 +83,7 @@ class TimelineView(Widget, can_focus=True):
     selected: reactive[int | None] = reactive(None)
     """The index of the selected sample; None follows the newest call."""
 
-    def __init__(self, *, limit: int = 50_000, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, *, limit: int | None = 50_000, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.samples: list[ContextSample] = []
         self.limit = limit
@@ -169,8 +172,9 @@ class TimelineView(Widget, can_focus=True):
             return text
         shown = [self.samples[index] for index in self._visible_range(width)]
         first = self._visible_range(width).start
-        scale = max([self.limit * 1.1, *(s.chars_before for s in shown), *(s.chars_after for s in shown), 1.0])
-        limit_row = CHART_ROWS - 1 - min(int(self.limit / scale * CHART_ROWS), CHART_ROWS - 1)
+        limit = self.limit
+        scale = max([(limit or 0) * 1.1, *(s.chars_before for s in shown), *(s.chars_after for s in shown), 1.0])
+        limit_row = CHART_ROWS - 1 - min(int(limit / scale * CHART_ROWS), CHART_ROWS - 1) if limit else -1
         for row in range(CHART_ROWS):
             floor = (CHART_ROWS - 1 - row) / CHART_ROWS * scale  # the value at this row's bottom
             for offset, sample in enumerate(shown):
@@ -182,7 +186,7 @@ class TimelineView(Widget, can_focus=True):
                 gap = "╌" if row == limit_row else " "
                 text.append(gap, _LIMIT if row == limit_row else Style())
             if row == limit_row:  # the limit's label wins the top row when the limit is drawn there
-                text.append(f" limit {short_count(self.limit)}", _LIMIT)
+                text.append(f" limit {short_count(limit or 0)}", _LIMIT)
                 if row == 0:
                     text.append(f" · top {short_count(int(scale))}", _DIM)
             elif row == 0:
@@ -193,15 +197,19 @@ class TimelineView(Widget, can_focus=True):
             text.append(mark, _STEP if sample.steps else _DIM)
             text.append(" ")
         text.append(" steps\n", _DIM)
+        misses = False
         for sample in shown:
             prompt = sample.prompt_tokens
-            if prompt:
+            if cache_miss(sample) is not None:
+                misses = True
+                text.append("✗", _MISS)
+            elif prompt:
                 share = (sample.cache_read_tokens or 0) / prompt
                 text.append(_LEVELS[min(int(share * 8 + 0.5), 8)], _CACHE)
             else:
                 text.append("-", _DIM)
             text.append(" ")
-        text.append(" cache read", _DIM)
+        text.append(" cache read" + (" (✗ miss)" if misses else ""), _DIM)
         for line in self.detail_lines():
             text.append("\n")
             text.append_text(line)
@@ -211,7 +219,7 @@ class TimelineView(Widget, can_focus=True):
         """The character of one bar cell: solid for what was sent, light for what steps removed."""
         sent = sample.chars_after
         before = max(sample.chars_before, sent)
-        over = sent > self.limit
+        over = self.limit is not None and sent > self.limit
         if sent > floor:
             amount = min((sent - floor) / per_row, 1.0)
             return _LEVELS[max(int(amount * 8), 1)], _SENT_OVER if over else _SENT
@@ -248,6 +256,9 @@ class TimelineView(Widget, can_focus=True):
         elif sample.offline:
             tokens.append(" · no cost offline", _DIM)
         lines = [head, tokens]
+        miss = cache_miss(sample)
+        if miss is not None:
+            lines.append(Text(f"cache miss: {visible(one_line(miss.describe(), 200))}", _MISS))
         if sample.steps:
             steps = Text("before it: ", _DIM)
             for number, (step, saved) in enumerate(zip(sample.steps, sample.saved, strict=False)):
@@ -265,4 +276,17 @@ class TimelineView(Widget, can_focus=True):
         return lines
 
 
-__all__ = ["STEP_MARKS", "TimelineView"]
+class _Miss(Protocol):
+    cause: str
+
+    def describe(self) -> str: ...
+
+
+def cache_miss(sample: ContextSample) -> _Miss | None:
+    """The sample's cache miss worth a mark: one the economics work records on a sample (`cache_miss`),
+    other than a conversation's first call (which has nothing cached to miss)."""
+    miss = getattr(sample, "cache_miss", None)
+    return miss if miss is not None and getattr(miss, "cause", None) != "first_call" else None
+
+
+__all__ = ["STEP_MARKS", "TimelineView", "cache_miss"]

@@ -6,12 +6,11 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from core.client_markers import CC_CLEARED_RESULT, CC_SUMMARY_PREFIX
 from core.proxy.calls import ProxyCall
+from tests.support.claude_code import CLAUDE_CODE_SYSTEM, CLAUDE_CODE_TOOLS, claude_code_messages
 from tests.support.cli import ctxtui
 from tests.support.fakeapi import FakeAnthropicServer, error_reply, text_reply
 from tests.support.proxy import TEST_KEY, read_record, running_proxy, sdk_client
@@ -92,35 +91,6 @@ def assert_empty(folder: Path) -> None:
 
 
 # --- a request in Claude Code's shape --------------------------------------------------------------
-
-CLAUDE_CODE_SYSTEM: list[dict[str, Any]] = [
-    {"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude.",
-     "cache_control": {"type": "ephemeral"}},
-    {"type": "text", "text": "Environment: working directory /home/me/app", "cache_control": {"type": "ephemeral"}},
-]
-CLAUDE_CODE_TOOLS: list[dict[str, Any]] = [
-    {"name": "Bash", "description": "Run a shell command",
-     "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}},
-    {"name": "Read", "description": "Read a file",
-     "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}}},
-]
-
-
-def claude_code_messages() -> list[dict[str, Any]]:
-    return [
-        {"role": "user", "content": [{"type": "text", "text": CC_SUMMARY_PREFIX + " The conversation is summarized "
-                                      "below:\nThe user asked to fix the failing test in app/test_x.py."}]},
-        {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "I should run the tests.", "signature": "c2lnbmF0dXJl"},
-            {"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "pytest -q"}},
-        ]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": CC_CLEARED_RESULT}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "The test passes now."}]},
-        {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]},
-        {"role": "user", "content": [{"type": "text", "text": "now commit it",
-                                      "cache_control": {"type": "ephemeral"}}]},
-    ]
-
 
 async def test_a_claude_code_request_is_recorded_inspected_and_its_markers_recognised(
         fake_api: FakeAnthropicServer, tmp_path: Path) -> None:

@@ -3,64 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from contextlib import aclosing
 from pathlib import Path
-from typing import Any
 
 from core.client_markers import CC_SUMMARY_PREFIX
-from core.proxy.calls import CallFinished, CallStarted, ProxyNotice, Timings, describe_call
+from core.proxy.calls import CallFinished, CallStarted, ProxyNotice, describe_call
 from core.proxy.diff import apply_splices
 from core.proxy.record import Recorder
-from core.proxy.watch import ExchangeEnd, ExchangeStart, Watch
-from tests.support.fakeapi import MessageReply
-from tests.support.proxy import read_record
-
-SYSTEM = [{"type": "text", "text": "You are a coding agent.", "cache_control": {"type": "ephemeral"}}]
-HEADERS = [("User-Agent", "claude-cli/2.1.0"), ("Content-Type", "application/json"), ("x-api-key", "sk-ant-secret-1")]
-
-
-class Driver:
-    """Hands exchanges to a Watch as the server would, with replies from the fake's builders."""
-
-    def __init__(self, watch: Watch) -> None:
-        self.watch = watch
-        self.count = 0
-
-    def call(self, body: dict[str, Any] | bytes, reply: str = "ok", *, usage: dict[str, int] | None = None,
-             status: int = 200) -> str:
-        self.count += 1
-        exchange_id = f"x{self.count:03d}"
-        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.watch.started(ExchangeStart(exchange_id, 1_000.0 + self.count, "POST", "/v1/messages", HEADERS, raw,
-                                         frozenset({"sk-ant-secret-1"})))
-        parsed = json.loads(raw) if not isinstance(body, bytes) else {}
-        message = MessageReply([{"type": "text", "text": reply}], message_id=f"msg_{self.count}",
-                               input_tokens=(usage or {}).get("input", 100),
-                               output_tokens=(usage or {}).get("output", 10),
-                               cache_read_tokens=(usage or {}).get("read", 0),
-                               cache_creation_tokens=(usage or {}).get("write", 0)).message_body(parsed)
-        self.watch.finished(ExchangeEnd(exchange_id, status, [("content-type", "application/json")],
-                                        json.dumps(message).encode(), Timings(0.01, 0.02, 0.03), "complete"))
-        return exchange_id
-
-
-async def until_finished(watch: Watch, count: int) -> None:
-    done = 0
-    async with aclosing(watch.events()) as events:
-        async for event in events:
-            done += isinstance(event, CallFinished)
-            if done == count:
-                return
-
-
-def body(messages: list[Any], system: Any = SYSTEM, model: str = "claude-sonnet-5-5") -> dict[str, Any]:
-    return {"model": model, "max_tokens": 100, "system": system, "messages": messages}
-
-
-def turn(*texts: str) -> list[Any]:
-    """user, assistant, user, ... with the given texts."""
-    return [{"role": "user" if n % 2 == 0 else "assistant", "content": text} for n, text in enumerate(texts)]
+from core.proxy.watch import Watch
+from tests.support.proxy import Driver, body, read_record, turn, until_finished
 
 
 async def test_conversations_are_keyed_by_system_prompt_and_first_message(tmp_path: Path) -> None:

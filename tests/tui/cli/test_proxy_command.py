@@ -128,7 +128,7 @@ def test_the_proxy_serves_records_prints_a_line_per_call_and_stops_on_sigterm(
             assert b"sk-ant-cli-test-key-55555" not in path.read_bytes()
 
 
-def test_no_record_writes_nothing_and_the_default_says_the_view_is_to_come(
+def test_no_record_writes_nothing_and_without_a_terminal_the_view_falls_back_to_lines(
         fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
     fake_api.script(text_reply("ok"), MessageReply([{"type": "text", "text": "x" * 300}], chunks=300, delay=0.01))
     with proxy_process("--no-record", "--workdir", str(tmp_path), "--upstream", fake_api.base_url) as proxy:
@@ -147,6 +147,7 @@ def test_no_record_writes_nothing_and_the_default_says_the_view_is_to_come(
         proxy.process.send_signal(signal.SIGINT)
         assert proxy.process.wait(20) == 0
         stderr = proxy.process.stderr.read() if proxy.process.stderr else ""
-    assert "the live view is not built yet" in stderr
+    assert stderr.splitlines()[0] == ("ctxtui proxy: stderr is not a terminal, so no live view: one line per call, "
+                                      "as --headless")
     assert "Traceback" not in stderr and "Error handling request" not in stderr, stderr
     assert list(tmp_path.iterdir()) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from textual.app import App, ComposeResult
@@ -187,3 +188,44 @@ async def test_timeline_names_the_limit_when_it_is_drawn_on_the_top_row() -> Non
         await pilot.pause()
         top = str(view.render()).split("\n")[0]
         assert "limit 50.0k" in top and "top 56.8k" in top
+
+
+@dataclass(frozen=True)
+class _Miss:
+    """A cache miss as the economics work records one on a sample (its contract's `cause` and `describe`)."""
+
+    cause: str
+    path: str | None = None
+
+    def describe(self) -> str:
+        return self.cause.replace("_", " ") + (f" at {self.path}" if self.path else "")
+
+
+@dataclass(frozen=True)
+class _SampleWithMiss(ContextSample):
+    cache_miss: _Miss | None = None
+
+
+async def test_timeline_marks_a_cache_miss_and_names_its_cause_when_the_sample_has_one() -> None:
+    app = TimelineApp()
+    async with app.run_test(size=(80, 30)) as pilot:
+        view = app.query_one(TimelineView)
+        view.add_sample(_SampleWithMiss(call=1, chars_before=900, chars_after=900, input_tokens=10,
+                                        cache_read_tokens=0, cache_creation_tokens=900,
+                                        cache_miss=_Miss("first_call")))
+        view.add_sample(_SampleWithMiss(call=2, chars_before=1_200, chars_after=1_200, input_tokens=10,
+                                        cache_read_tokens=0, cache_creation_tokens=1_200,
+                                        cache_miss=_Miss("system_changed", "system\x1b[2J")))
+        view.add_sample(ContextSample(call=3, chars_before=1_300, chars_after=1_300, input_tokens=10,
+                                      cache_read_tokens=1_200, cache_creation_tokens=100))
+        await pilot.pause()
+        cache_row = str(view.render()).split("\n")[CHART_ROWS + 1]
+        assert cache_row.startswith("  ✗ ▇ "), "a first call misses nothing (no read: blank); call 2 missed"
+        assert "(✗ miss)" in cache_row
+        view.select(1)
+        await pilot.pause()
+        details = "\n".join(str(line) for line in view.detail_lines())
+        assert "cache miss: system changed at system\\x1b[2J" in details
+        view.select(2)
+        await pilot.pause()
+        assert "cache miss" not in "\n".join(str(line) for line in view.detail_lines())
