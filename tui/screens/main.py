@@ -396,6 +396,9 @@ class MainScreen(Screen[None]):
     async def action_restore(self, path: str | None = None) -> None:
         await self.steering.restore(path)
 
+    async def action_drop_or_restore(self) -> None:
+        await self.steering.drop_or_restore()
+
     async def action_undo(self) -> None:
         await self.steering.undo()
 

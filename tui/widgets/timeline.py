@@ -65,10 +65,10 @@ class TimelineView(Widget, can_focus=True):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("left", "move(-1)", "Earlier call", show=False),
-        Binding("right", "move(1)", "Later call", show=False),
-        Binding("home", "first", "First call", show=False),
-        Binding("end", "last", "Last call", show=False),
+        Binding("left", "move(-1)", "Earlier call", show=False, id="timeline.earlier"),
+        Binding("right", "move(1)", "Later call", show=False, id="timeline.later"),
+        Binding("home", "first", "First call", show=False, id="timeline.first"),
+        Binding("end", "last", "Last call", show=False, id="timeline.last"),
     ]
 
     @dataclass
