@@ -125,9 +125,9 @@ class ArchiveScreen(ModalScreen[None]):
         source = self.source
         if source.chars is None:
             progress = source.progress if isinstance(source, FileLines) else 0.0
-            parts.append((f"  · indexing {progress:.0%} · {count(source.line_count)} lines so far", "dim"))
+            parts.append((f"  · indexing {progress:.0%} · {plural(source.line_count, 'line')} so far", "dim"))
         else:
-            parts.append((f"  · {count(source.chars)} chars · {count(source.line_count)} lines", "dim"))
+            parts.append((f"  · {plural(source.chars, 'char')} · {plural(source.line_count, 'line')}", "dim"))
         if self.file_size is not None:
             parts.append((f" · {count(self.file_size)} bytes on disk", "dim"))
         return Content.assemble(*parts)
@@ -271,7 +271,7 @@ class ArchiveScreen(ModalScreen[None]):
         else:
             position = self.current + 1 if self.current >= 0 else 0
             more = "+" if len(self.matches) >= MAX_MATCHES else ""
-            label.update(Content(f"{position}/{count(len(self.matches))}{more} matches"))
+            label.update(Content(f"{position}/{count(len(self.matches))}{more} {'match' if len(self.matches) == 1 else 'matches'}"))
 
     def jump(self, step: int) -> None:
         """Go to the next (`step` 1) or previous (-1) match; while a search runs, once it finds one."""

@@ -23,7 +23,6 @@ from textual.containers import Horizontal
 from textual.geometry import Size
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from core.agent import Agent
 from core.archive import ArchiveError
@@ -42,6 +41,7 @@ from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_pane import ChatPane
 from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.inspector import Inspector, InspectorStart, request_extra
+from tui.widgets.keys_footer import KeysFooter
 from tui.widgets.message_tree import MessageTree
 from tui.widgets.title_bar import TitleBar
 
@@ -105,7 +105,7 @@ class MainScreen(Screen[None]):
             yield ChatPane(id="chat")
             yield Inspector(start, agent, id="inspector")
         yield ContextGauge(compact=True, id="mini-gauge")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     @property
     def chat(self) -> ChatPane:

@@ -30,7 +30,7 @@ from textual.widget import Widget
 
 from core.text import visible
 from core.usage.timeline import ContextSample, session_cost
-from tui.format import count, one_line, short_count
+from tui.format import count, one_line, plural, short_count
 
 CHART_ROWS = 8
 COLUMN = 2  # cells per call: the bar and a gap
@@ -226,7 +226,7 @@ class TimelineView(Widget, can_focus=True):
             return []
         head = Text()
         head.append(f"call {sample.call}/{len(self.samples)}", Style(bold=True))
-        head.append(f" · sent {count(sample.chars_after)} chars in {sample.messages} messages")
+        head.append(f" · sent {plural(sample.chars_after, 'char')} in {plural(sample.messages, 'message')}")
         if sample.chars_before != sample.chars_after:
             head.append(f" (before: {count(sample.chars_before)})", _DIM)
         tokens = Text()
