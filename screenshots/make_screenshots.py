@@ -373,7 +373,11 @@ async def proxy_views() -> None:
     from core.proxy.http import shown_upstream
     from core.proxy.record import Recorder
     from core.proxy.thread import ProxyThread
-    from tests.support.claude_code import CLAUDE_CODE_USER_AGENT, claude_code_session, play_claude_code_session
+    from tests.support.claude_code import (
+        CLAUDE_CODE_USER_AGENT,
+        claude_code_session,
+        play_claude_code_session,
+    )
     from tests.support.fakeapi import FakeAnthropicServer
     from tests.support.proxy import sdk_client
     from tui.proxy_app import ProxyApp

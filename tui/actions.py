@@ -3,7 +3,10 @@
 One row per action: its key, id, footer text, palette text and help, slash command, and when it is
 available. The bindings, `check_action`, the command palette, the slash commands and `/help` are all
 generated from `ACTIONS`, so the footer, the palette, `/help` and the README cannot drift apart
-(a test compares the README's keys table with this one).
+(a test compares the README's keys table with this one, and every key the README's prose names with
+the binding it says it is). Keys that act on the message tree's selection are bound on the tree
+(`in_tree`): function keys, never a letter, so typing while the tree has focus never steers (the
+letters go to the prompt).
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ class Action:
     when: When = "always"
     app_wide: bool = False
     """Bound on the app (with priority) rather than on the main screen."""
+    in_tree: bool = False
+    """Bound on the message tree (it acts on the tree's selection) rather than on the main screen."""
 
     @property
     def name(self) -> str:
@@ -78,13 +83,17 @@ ACTIONS: tuple[Action, ...] = (
     # --- steering: the tree's keys run these on the selected node ---
     Action("pin", "toggle_pin",
            "Pin or unpin a tool result or a user message (the selected one): compaction keeps it byte-exact",
-           palette="Pin/unpin the selected tool result or user message", slash="pin", slash_arg="id", when="idle"),
+           key="f6", footer="Pin", palette="Pin/unpin the selected tool result or user message", slash="pin",
+           slash_arg="id", when="idle", in_tree=True),
     Action("unpin", "unpin", "Unpin a tool result or a user message (the selected one): compaction may shorten it again",
            slash="unpin", slash_arg="id", when="idle"),
     Action("drop", "drop", "Archive a tool result now (the selected one) and leave a placeholder",
            palette="Drop the selected tool result", slash="drop", slash_arg="tool_use_id", when="idle"),
     Action("restore", "restore", "Put an archived result back in context, byte-exact (the selected placeholder)",
            palette="Restore the selected archived result", slash="restore", slash_arg="path", when="idle"),
+    Action("drop_or_restore", "drop_or_restore",
+           "Drop the selected tool result (archived, a placeholder left), or restore the selected placeholder",
+           key="f7", footer="Drop/restore", when="idle", in_tree=True),
     Action("undo", "undo", "Undo the last compaction: what it removed is back, in place", key="f3",
            palette="Undo the last compaction", slash="undo", when="idle"),
     Action("pause", "toggle_pause", "Pause or resume automatic compaction (reactive compaction still guards the API)",
@@ -122,7 +131,17 @@ def bindings(*, app_wide: bool, table: Sequence[Action] = ACTIONS) -> list[Bindi
         Binding(action.key, action.action, action.footer or "", id=action.id, show=action.footer is not None,
                 priority=action.app_wide, tooltip=action.help)
         for action in table
-        if action.key is not None and action.app_wide == app_wide
+        if action.key is not None and action.app_wide == app_wide and not action.in_tree
+    ]
+
+
+def tree_bindings() -> list[Binding]:
+    """The message tree's bindings: its steering keys, run on the main screen (which knows the agent)."""
+    return [
+        Binding(action.key, f"screen.{action.action}", action.footer or "", id=action.id,
+                show=action.footer is not None, tooltip=action.help)
+        for action in ACTIONS
+        if action.key is not None and action.in_tree
     ]
 
 
@@ -150,20 +169,25 @@ def key_label(key: str) -> str:
     return " / ".join("esc" if one == "escape" else one for one in key.split(","))
 
 
+def _lower_first(text: str) -> str:
+    return text[0].lower() + text[1:]
+
+
 def help_markdown() -> str:
     """The `/help` text, from the table."""
-    keys = " · ".join(f"`{key_label(action.key)}` {action.help[0].lower() + action.help[1:]}"
-                      for action in ACTIONS if action.key)
+    keys = " · ".join(f"`{key_label(action.key)}` {_lower_first(action.help)}"
+                      for action in ACTIONS if action.key and not action.in_tree)
+    tree_keys = " · ".join(f"`{action.key}` {_lower_first(action.help)}" for action in ACTIONS
+                           if action.key and action.in_tree)
     slashes = ", ".join(
         f"`/{action.slash}{f' [{action.slash_arg}]' if action.slash_arg else ''}`" for action in ACTIONS if action.slash
     )
     return (
         "**Prompt**: `enter` send · `ctrl+j` new line · `↑/↓` earlier prompts · `pageup/pagedown` scroll the chat · "
-        "typing anywhere goes to the prompt.\n\n"
+        "typing anywhere goes to the prompt (in the tree too: letters never steer).\n\n"
         f"**Keys**: {keys} · `ctrl+p` command palette.\n\n"
         "**In the tree**: `enter` opens a placeholder / persisted output (the archived file), a snip marker or "
-        "summary (the archived transcript), or shows a block's text; `space` expands a message; `p` pins or "
-        "unpins a tool result or a user message, `d` drops it, `r` restores a placeholder, `u` undoes the last compaction.\n\n"
+        f"summary (the archived transcript), or shows a block's text; `space` expands a message · {tree_keys}.\n\n"
         f"**Slash commands** (not sent to the model): {slashes}."
     )
 
@@ -173,6 +197,8 @@ def readme_rows() -> list[str]:
     rows = []
     for action in ACTIONS:
         key = f"`{key_label(action.key)}`" if action.key else ("palette" if not action.slash else "")
+        if action.key and action.in_tree:
+            key += " (tree)"
         slash = f"`/{action.slash}{f' [{action.slash_arg}]' if action.slash_arg else ''}`" if action.slash else ""
         rows.append(f"| {key} | {slash} | {action.help} |")
     return rows

@@ -4,14 +4,19 @@ The app owns what outlives a screen: the agent (closed, and its session flushed,
 ends), quitting, the command palette provider, the theme (a theme chosen from the palette is saved
 to the config file for the next start), and the demo to start. Everything a turn does is on
 `tui.screens.main.MainScreen`; the properties below hand its state to callers (tests, the demo).
+A screenshot (the palette's "Save screenshot") goes to the downloads folder, or to the home folder
+when there is none, and the notice says where, or why it could not be saved.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
 from typing import ClassVar
 
+from platformdirs import user_downloads_path
+from textual import events
 from textual.app import App
 from textual.binding import BindingType
 from textual.command import CommandPalette
@@ -166,6 +171,31 @@ class CtxApp(App[None]):
         self._saved_theme = name
         self.log.info(f"theme {name} saved to {path}")
 
+    # --- screenshots -------------------------------------------------------------------------------
+
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """Textual's screenshot, saved where it can be: the downloads folder when it exists, else home."""
+        if path is None and not self.is_web:
+            path = str(screenshot_folder())
+        return super().deliver_screenshot(filename, path, time_format)
+
+    def on_delivery_complete(self, event: events.DeliveryComplete) -> None:
+        if event.name == "screenshot":
+            event.prevent_default()  # Textual's own notice shows the path as markup
+            where = f" to {event.path}" if event.path is not None else ""
+            self.notify(visible(f"Saved screenshot{where}"), title="Screenshot", markup=False)
+
+    def on_delivery_failed(self, event: events.DeliveryFailed) -> None:
+        if event.name == "screenshot":
+            event.prevent_default()  # Textual's own notice does not say why
+            error = event.exception
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            where = f": {error.filename}" if isinstance(error, OSError) and error.filename else ""
+            self.notify(visible(f"The screenshot was not saved: {reason}{where}"), title="Screenshot",
+                        severity="error", markup=False)
+
     # --- ending ----------------------------------------------------------------------------------
 
     async def action_quit(self) -> None:
@@ -199,3 +229,9 @@ class CtxApp(App[None]):
         if event.state == WorkerState.ERROR and worker.group != "turn":
             name = worker.description or worker.name
             self.notify(visible(f"{name} failed: {worker.error}"), severity="error", markup=False)
+
+
+def screenshot_folder() -> Path:
+    """Where a screenshot is saved: the user's downloads folder if there is one, else the home folder."""
+    downloads = user_downloads_path()
+    return downloads if downloads.is_dir() else Path.home()

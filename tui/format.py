@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.history.messages import result_text
+from core.text import article as article  # the widgets' one place for these helpers
 from core.text import one_line, visible
+from core.text import plural as plural
 
 
 def display_line(text: str, limit: int = 80) -> str:
@@ -51,11 +53,6 @@ def duration(seconds: float) -> str:
         return f"{seconds:.1f} s"
     minutes, rest = divmod(int(seconds), 60)
     return f"{minutes}m{rest:02d}s"
-
-
-def plural(number: int, noun: str, plural_form: str | None = None) -> str:
-    word = noun if number == 1 else (plural_form or noun + "s")
-    return f"{number:,} {word}"
 
 
 def tool_input_summary(name: str, tool_input: dict[str, Any], limit: int = 80) -> str:

@@ -55,6 +55,7 @@ from core.history.tokens import TokenCounter
 from core.markers import UNANSWERED_MARK, parse_marker, unanswered
 from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, Retrying, TextChunk
 from core.sessions.log import SessionLog
+from core.text import plural
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput
 from core.usage.prices import Window, price_for
 from core.usage.timeline import ContextSample, Timeline, TokenCount
@@ -134,7 +135,7 @@ class Agent:
         agent.keeper.take_over(stack.replay.compactions, stack.replay.pins)
         if stack.resumed is not None:
             agent.conversation.resumed_from = str(stack.resumed)
-            agent._announce = Notice(f"resumed {len(stack.replay.messages)} messages from {stack.resumed}")
+            agent._announce = Notice(f"resumed {plural(len(stack.replay.messages), 'message')} from {stack.resumed}")
         return agent
 
     # --- what the parts hold ---------------------------------------------------------------------
@@ -302,9 +303,9 @@ class Agent:
             marked = {**last, "content": unanswered(last["content"])}
             if changed := self.conversation.replace([*history[:-1], marked], "unanswered request"):
                 yield changed
-        if self.oversize(request) is not None:
+        if (size := self.oversize(request)) is not None:  # said once: the pipeline then leaves it be
             yield Notice(
-                f"this message alone is {len(request):,} chars, over the {self.keeper.limit:,}"
+                f"this message alone is {size:,} chars, over the {self.keeper.limit:,}"
                 "-char context limit: no compaction step can shrink it (archive it as a file for the model to read)",
                 "warning",
             )

@@ -33,7 +33,7 @@ from core.compaction.steering import (
 )
 from core.events import AgentEvent, CompactionStep, ErrorEvent, HistoryChanged, Notice
 from core.history.messages import USER_PIN_PREFIX, find_user_message, text_of, tool_result_ids, user_pin_key
-from core.history.sizes import dumps, estimate_chars
+from core.history.sizes import estimate_chars, request_oversize
 from core.model.base import Retrying
 from core.text import one_line
 
@@ -136,8 +136,7 @@ class ContextKeeper:
     def oversize(self, request: str) -> int | None:
         """The size of `request` as a message's content (JSON chars) when it alone is over the context
         limit, which no compaction step can shrink; None when it fits."""
-        size = len(dumps(request))
-        return size if size > self.limit else None
+        return request_oversize(request, self.limit)
 
     # --- the user's actions --------------------------------------------------------------------------
 

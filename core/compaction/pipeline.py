@@ -44,10 +44,11 @@ from core.compaction.settings import CompactionError, CompactionSettings
 from core.compaction.summary import Summarize, summary_events
 from core.events import CompactionStep, Splice
 from core.history.messages import has_tool_use, is_tool_result, result_text
-from core.history.sizes import list_chars, message_chars
+from core.history.sizes import list_chars, message_chars, request_oversize
 from core.history.store import HistorySizer
 from core.markers import parse_marker, persisted_output, placeholder, summary_message
 from core.model.base import Retrying
+from core.text import plural
 
 Message = dict[str, Any]
 def _discard(_: CompactionStep) -> None:
@@ -81,7 +82,6 @@ class Compactor:
         self._run: CompactionRun | None = None  # the call running now
         # A request that alone is over the limit: the summary was refused for it once (with the
         # warning); prepare does not ask the model again while it is the current request.
-        self._hopeless_request: str | None = None
 
     def estimate_chars(self, messages: Sequence[Message]) -> int:
         """`core.history.estimate_chars`, incremental for the history this compactor keeps seeing."""
@@ -166,7 +166,7 @@ class Compactor:
         if plan.outweighs(messages, estimate):
             measured = self._sizer.sizes(messages)
             await run.not_applied("snip_compact", list_chars(measured, len(measured)), plan.chars(measured, estimate),
-                                    f"the marker would be larger than the {plan.archived_now} messages it replaces")
+                                    f"the marker would be larger than the {plural(plan.archived_now, 'message')} it replaces")
             return unchanged(messages)
         # One pass writes the transcript (complete before anything is replaced) and measures every message.
         saved = await run.save_transcript(messages)
@@ -178,9 +178,9 @@ class Compactor:
         after = plan.chars(sizes, result)
         if after > before:
             await run.not_applied("snip_compact", before, after,
-                                    f"the marker would be larger than the {plan.archived_now} messages it replaces")
+                                    f"the marker would be larger than the {plural(plan.archived_now, 'message')} it replaces")
             return unchanged(messages)
-        detail = f"{plan.archived_now} messages archived"
+        detail = f"{plural(plan.archived_now, 'message')} archived"
         if plan.archived_before:
             detail += f" ({plan.count} in all with the {plan.archived_before} archived earlier)"
         if plan.request_readded:
@@ -360,9 +360,10 @@ class Compactor:
 
         Called directly (the compact tool or command), a result larger than the history is
         refused only when it would also be over `context_char_limit`. Inside `prepare` a result
-        not smaller than the history is refused, and so is one that stays over the limit because
-        the current request alone is: then the event warns once what holds the history, and the
-        model is not asked again while that request is current. A refused summary leaves its
+        not smaller than the history is refused, and the event says what holds the history. When the
+        current request alone
+        is over the limit no summary could help: nothing is written, asked or reported (the agent
+        said so once, when the request came in: `request_oversize`). A refused summary leaves its
         transcript behind (a copy of the history, harmless).
 
         `summary`, when given (a draft the user reviewed and maybe edited), is used as the summary
@@ -376,8 +377,8 @@ class Compactor:
     ) -> AsyncIterator[Retrying]:
         """compact_history's work (see its docstring); yields the retries of its summary call."""
         before = self.estimate_chars(messages)
-        if strict and request == self._hopeless_request:
-            return  # refused for this request already, and said so once
+        if strict and request_oversize(request, self.settings.context_char_limit):
+            return  # no summary can bring it under the limit (the agent said so once)
         if run.dry:
             await run.emit("compact_history", before, before, len(messages), (),
                            "would run next: the summary needs the model, so the figures after it are unknown")
@@ -397,14 +398,9 @@ class Compactor:
         result = [head, *carried, *_request_last(carried, request)]
         changes = (Splice(0, len(messages), tuple(result)),)
         after = self.estimate_chars(run.sized(messages, result, changes))
-        too_big = len(request) > self.settings.context_char_limit
-        refused = after >= before if strict else after > before and after > self.settings.context_char_limit
-        if refused or (strict and too_big):
-            why = "larger than" if after >= before else "still over the limit, for all it would lose of"
+        if after >= before if strict else after > before and after > self.settings.context_char_limit:
             await run.not_applied("compact_history", before, after,
-                                  f"the summary message would be {why} the history; {self._holding(request)}")
-            if strict and too_big:
-                self._hopeless_request = request
+                                  f"the summary message would be larger than the history; {self._holding(request)}")
             return
         details = [f"focus: {focus}"] if focus else []
         if after > self.settings.context_char_limit:
@@ -554,14 +550,10 @@ class Compactor:
         the step that would run next, with its `before` figure. Not for use while another call of
         this compactor is running.
         """
-        hopeless = self._hopeless_request
         steps: list[CompactionStep] = []
-        try:
-            async for event in self._call(messages, lambda run: self._pipeline(run, messages, active_request), dry=True):
-                if isinstance(event, CompactionStep):
-                    steps.append(event)
-        finally:
-            self._hopeless_request = hopeless
+        async for event in self._call(messages, lambda run: self._pipeline(run, messages, active_request), dry=True):
+            if isinstance(event, CompactionStep):
+                steps.append(event)
         return steps
 
     # --- the summary ---------------------------------------------------------------------------

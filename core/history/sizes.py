@@ -50,6 +50,13 @@ def dumps(value: Any) -> str:
         return json.dumps(value, default=str, ensure_ascii=False)
 
 
+def request_oversize(request: str, limit: int) -> int | None:
+    """The size of `request` as a message's content (JSON chars) when it alone is over `limit`, which
+    no compaction step can shrink; None when it fits."""
+    size = len(dumps(request))
+    return size if size > limit else None
+
+
 def message_chars(message: Any) -> int:
     """Length of one message serialised exactly as `estimate_chars` serialises it inside a list."""
     return len(dumps(message))

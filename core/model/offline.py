@@ -28,7 +28,7 @@ from core.history.intake import reply_content
 from core.markers import Marker, archived_path, parse_marker
 from core.model.base import ModelEvent, ModelResponse, PromptTooLongError, SummaryEvent, TextChunk
 from core.model.summary import content_text, extractive_summary
-from core.text import one_line
+from core.text import one_line, plural
 
 __all__ = ["OfflineModel"]
 
@@ -117,7 +117,7 @@ def _describe_read(path: str, output: str) -> str:
     lines = output.splitlines()
     first = next((line for line in lines if line.strip()), "")
     where = f"read_file `{path}`" if path else "read_file"
-    size = f"{len(output):,} chars, {len(lines):,} lines"
+    size = f"{plural(len(output), 'char')}, {plural(len(lines), 'line')}"
     if not output:
         return f"{where}: empty"
     first_line = one_line(first, 100)

@@ -31,6 +31,7 @@ from core.markers import parse_marker
 from core.proxy.record import is_proxy_record, read_proxy_file
 from core.sessions.claude_code import looks_like_claude_code, read_claude_code, read_records
 from core.sessions.log import SessionLog, valid_message
+from core.text import plural
 
 Message = dict[str, Any]
 FileKind = Literal["session", "transcript", "messages", "request", "claude-code", "proxy"]
@@ -125,8 +126,8 @@ def _load_jsonl(path: Path) -> Inspected:
         session = read_claude_code(path)
         notes = []
         if session.boundaries:
-            notes.append(f"{len(session.archived)} messages before the last of {session.boundaries} compaction "
-                         "boundaries are shown as archived")
+            notes.append(f"{plural(len(session.archived), 'message')} before the last of "
+                         f"{plural(session.boundaries, 'compaction boundary', 'compaction boundaries')} are shown as archived")
         if session.sidechain_records:
             notes.append(f"{session.sidechain_records} side-chain records left out")
         return Inspected(path, "claude-code", session.messages, archived=session.archived, summary=session.summary,
@@ -357,7 +358,7 @@ def report_text(data: dict[str, Any]) -> str:
         f"messages {data['messages']:,}   chars {data['chars']:,} (limit {data['limit']:,})   tokens {data['tokens']:,}",
     ]
     if data["archived_messages"]:
-        lines.append(f"archived before the last compaction: {data['archived_messages']:,} messages, "
+        lines.append(f"archived before the last compaction: {plural(data['archived_messages'], 'message')}, "
                      f"{data['archived_chars']:,} chars")
     lines.extend(data["notes"])
     if data["skipped_records"]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import difflib
 
+from core.text import plural
+
 MAX_DIFF_LINES = 400
 MAX_DIFF_CHARS = 40_000
 MAX_DIFF_LINE_CHARS = 2_000  # a longer line (minified code) is shown clipped, saying so
@@ -24,7 +26,7 @@ def bounded_diff(old: str | None, new: str, shown: str) -> str:
     new_lines = _lines(new)
     if max(len(old_lines), len(new_lines)) > MAX_DIFFED_LINES:
         return (
-            f"(too large to diff: {shown} goes from {len(old_lines):,} to {len(new_lines):,} lines, "
+            f"(too large to diff: {shown} goes from {len(old_lines):,} to {plural(len(new_lines), 'line')}, "
             f"{len(old or ''):,} to {len(new):,} chars)"
         )
     before = "/dev/null" if old is None else f"a/{shown}"

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from core.text import plural
 from core.tools.base import ToolError, ToolOutput, not_relative, require_str
 from core.tools.globmatch import GlobPattern, has_magic
 from core.tools.text import NAME_ESCAPE_NOTE, display_name
@@ -138,7 +139,7 @@ class GlobTool:
         text = "\n".join(shown)
         if len(matches) > len(shown):
             text += (
-                f"\n[... {len(matches) - len(shown)} more matches not shown ({len(matches)} in total); "
+                f"\n[... {plural(len(matches) - len(shown), 'more match', 'more matches')} not shown ({len(matches)} in total); "
                 "use a more specific pattern]"
             )
         if escaped:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from core.text import plural
 from core.tools.base import ToolError, ToolOutput, optional_positive_int, require_str
 from core.tools.fileio import read_regular
 from core.tools.text import binary_kind, decode_text, describe_binary
@@ -38,7 +39,7 @@ class ReadFileTool:
             "description": (
                 "Read a text file in the workspace (path relative to the workspace root) and return "
                 "its raw text, without line numbers. Returns at most "
-                f"{self.line_limit} lines unless `limit` says otherwise, and at most "
+                f"{plural(self.line_limit, 'line')} unless `limit` says otherwise, and at most "
                 f"{self.char_limit} characters; when more remains, a final note gives the "
                 "`offset` to continue from. Files larger than "
                 f"{self.byte_limit} bytes and directories are refused (use bash with head, "
@@ -81,7 +82,7 @@ class ReadFileTool:
         if not lines:
             return ToolOutput("(empty file)")
         if offset > len(lines):
-            raise ToolError(f"offset {offset} is past the end of {found.shown}, which has {len(lines)} lines.")
+            raise ToolError(f"offset {offset} is past the end of {found.shown}, which has {plural(len(lines), 'line')}.")
 
         selected: list[str] = []
         used = 0
@@ -106,7 +107,7 @@ class ReadFileTool:
             )
         if remaining > 0:
             notes.append(
-                f"[... {remaining} more lines not shown ({len(lines)} lines in total); "
+                f"[... {plural(remaining, 'more line')} not shown ({plural(len(lines), 'line')} in total); "
                 f"call read_file with offset={last_shown + 1} to continue]"
             )
         if decoded.note:

@@ -68,17 +68,17 @@ async def test_tree_keys_pin_drop_restore_and_undo(tmp_path: Path) -> None:
         await send(pilot, app, "read f1.txt", 1)
         (tool_use_id, text), = results(agent).items()
         await select(pilot, app, tool_use_id)
-        await pilot.press("p")
+        await pilot.press("f6")
         await wait_for(pilot, lambda: agent.pinned == {tool_use_id} and "📌" in label(app, tool_use_id))
-        await pilot.press("p")
+        await pilot.press("f6")
         await wait_for(pilot, lambda: not agent.pinned and "📌" not in label(app, tool_use_id))
-        await pilot.press("d")
+        await pilot.press("f7")
         await wait_for(pilot, lambda: (parse_marker(results(agent)[tool_use_id]) or parse_marker("")) is not None)
         await settled(pilot, app)
         assert "↩" in label(app, tool_use_id)
         assert app.gauge.chars == agent.chars
         await select(pilot, app, tool_use_id)
-        await pilot.press("r")
+        await pilot.press("f7")
         await wait_for(pilot, lambda: results(agent)[tool_use_id] == text)
         await settled(pilot, app)
         assert "↩" not in label(app, tool_use_id)
@@ -87,10 +87,32 @@ async def test_tree_keys_pin_drop_restore_and_undo(tmp_path: Path) -> None:
         await settled(pilot, app, 2)
         assert len(agent.messages) == 1
         app.message_tree.focus()
-        await pilot.press("u")
+        await pilot.press("f3")
         await wait_for(pilot, lambda: agent.messages == before)
         await settled(pilot, app)
         assert len(app.message_tree.entries) == len(before)
+    await agent.aclose()
+
+
+async def test_typing_while_the_tree_has_focus_never_steers(tmp_path: Path) -> None:
+    """As the new user did: the tree had focus and they typed. Every letter goes to the prompt."""
+    agent = make_agent(tmp_path)
+    app = CtxApp(agent)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await send(pilot, app, "read f1.txt", 1)
+        await app.main.run_action("compact_now")
+        await settled(pilot, app, 2)
+        await send(pilot, app, "read f2.txt", 3)
+        (tool_use_id, _), = results(agent).items()
+        await select(pilot, app, tool_use_id)
+        assert app.message_tree.has_focus
+        before, compactions = list(agent.messages), len(agent.compactions)
+        typed = "drop it, undo, pin, restore: pdru PDRU"
+        await pilot.press(*typed)
+        await pilot.pause(0.3)
+        await settled(pilot, app)
+        assert agent.messages == before and not agent.pinned and len(agent.compactions) == compactions
+        assert app.chat.input.text == typed and app.chat.input.has_focus
     await agent.aclose()
 
 
@@ -239,7 +261,7 @@ async def test_a_user_message_is_pinned_from_the_tree_and_stays_after_a_compact(
         await pilot.press("ctrl+t")
         app.message_tree.move_cursor(rule_node())
         await pilot.pause()
-        await pilot.press("p")
+        await pilot.press("f6")
         await wait_for(pilot, lambda: len(agent.pinned) == 1 and "📌" in str(rule_node().label))
         (key,) = agent.pinned
         assert key.startswith("user:")
@@ -252,6 +274,6 @@ async def test_a_user_message_is_pinned_from_the_tree_and_stays_after_a_compact(
         app.message_tree.focus()
         app.message_tree.move_cursor(rule_node())
         await pilot.pause()
-        await pilot.press("p")
+        await pilot.press("f6")
         await wait_for(pilot, lambda: not agent.pinned and "📌" not in str(rule_node().label))
     await agent.aclose()

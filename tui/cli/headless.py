@@ -75,17 +75,6 @@ def _write_line(stream: TextIO, text: str) -> None:
     stream.flush()
 
 
-def prompt_warning(prompt: str, limit: int) -> str | None:
-    """A warning when the user message alone is larger than the context limit (it is sent anyway)."""
-    from core.history import estimate_chars
-
-    size = estimate_chars([{"role": "user", "content": prompt}])
-    if size <= limit:
-        return None
-    return (f"ctxtui: warning: the prompt alone is {size:,} chars, above the context limit of {limit:,}; "
-            "compaction cannot make it fit (save it to a file and ask the model to read it)")
-
-
 async def run_headless(settings: Any, prompt: str, verbose: bool = False, output_format: str = "text") -> int:
     """One turn to completion; returns the exit code."""
     from core.agent import Agent
@@ -129,9 +118,6 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False, output
             _write_line(sys.stdout, _dump({**result, "events": records}))
         return code
 
-    if warning := prompt_warning(prompt, settings.compaction.context_char_limit):
-        print_err(warning)
-        emit({"type": "notice", "kind": "warning", "message": warning.removeprefix("ctxtui: warning: ")})
     try:
         agent = Agent.from_settings(settings, allow_all=False)  # headless answers each request below
     except ModelError as error:

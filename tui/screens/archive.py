@@ -5,7 +5,8 @@ memory, or a file of any size read at the offsets of the visible lines (`Archive
 the index of a large file is built in a worker, a chunk at a time, while the first lines already
 show). The search box finds every match (case-insensitive, literal); a large text is searched in a
 worker that shows its progress and is cancelled by the next keystroke. Enter jumps to the next
-match, highlights it and centres its line.
+match, highlights it and centres its line. Text selected with the mouse is copied with ctrl+c (with
+nothing selected, the whole text when it is not too large), as shown: escapes visible.
 """
 
 from __future__ import annotations
@@ -26,13 +27,15 @@ from textual.timer import Timer
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
-from tui.format import count
+from core.text import visible
+from tui.format import count, plural
 from tui.line_source import FileLines, Found, LineSource, TextLines, search
-from tui.widgets.text_view import TextView
+from tui.widgets.text_view import TAB, TextView
 
 MAX_MATCHES = 100_000
 SMALL_FILE = 2 * 1024 * 1024  # files up to this size are read whole and searched at once
 SYNC_SEARCH_CHARS = 2_000_000  # texts up to this size are searched without a worker
+COPY_ALL_CHARS = 1_000_000  # with nothing selected, ctrl+c copies the whole text up to this size
 TYPING_PAUSE = 0.15  # seconds without a keystroke before a worker search starts
 
 
@@ -51,6 +54,7 @@ class ArchiveScreen(ModalScreen[None]):
         Binding("ctrl+home", "scroll_text('home')", "Top", show=False, id="archive.top"),
         Binding("ctrl+end", "scroll_text('end')", "Bottom", show=False, id="archive.bottom"),
         Binding("ctrl+e", "restore", "Restore to context", show=False, priority=True, id="archive.restore"),
+        Binding("ctrl+c", "copy_text", "Copy", id="archive.copy"),
     ]
 
     def __init__(
@@ -109,7 +113,8 @@ class ArchiveScreen(ModalScreen[None]):
                 yield Static(Content(""), id="archive-count")
             yield TextView(self.source, id="archive-text")
             yield Static(
-                Content("esc close · type to search · enter/F3 next · shift+F3 previous · ↑↓ PgUp PgDn scroll · tab to the text"),
+                Content("esc close · type to search · enter/F3 next · shift+F3 previous · ↑↓ PgUp PgDn scroll · "
+                        "drag to select, ctrl+c copy · tab to the text"),
                 classes="dialog--hint",
             )
 
@@ -120,9 +125,9 @@ class ArchiveScreen(ModalScreen[None]):
         source = self.source
         if source.chars is None:
             progress = source.progress if isinstance(source, FileLines) else 0.0
-            parts.append((f"  · indexing {progress:.0%} · {count(source.line_count)} lines so far", "dim"))
+            parts.append((f"  · indexing {progress:.0%} · {plural(source.line_count, 'line')} so far", "dim"))
         else:
-            parts.append((f"  · {count(source.chars)} chars · {count(source.line_count)} lines", "dim"))
+            parts.append((f"  · {plural(source.chars, 'char')} · {plural(source.line_count, 'line')}", "dim"))
         if self.file_size is not None:
             parts.append((f" · {count(self.file_size)} bytes on disk", "dim"))
         return Content.assemble(*parts)
@@ -266,7 +271,7 @@ class ArchiveScreen(ModalScreen[None]):
         else:
             position = self.current + 1 if self.current >= 0 else 0
             more = "+" if len(self.matches) >= MAX_MATCHES else ""
-            label.update(Content(f"{position}/{count(len(self.matches))}{more} matches"))
+            label.update(Content(f"{position}/{count(len(self.matches))}{more} {'match' if len(self.matches) == 1 else 'matches'}"))
 
     def jump(self, step: int) -> None:
         """Go to the next (`step` 1) or previous (-1) match; while a search runs, once it finds one."""
@@ -314,3 +319,17 @@ class ArchiveScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+    def action_copy_text(self) -> None:
+        """Copy the selection (the search box's, else the text's), or the whole text when nothing is
+        selected and it is small enough, to the clipboard (the terminal's, where it takes OSC 52)."""
+        selected = self.get_selected_text()
+        if not selected:
+            chars = self.source.chars
+            if chars is None or chars > COPY_ALL_CHARS:
+                self.notify("Select the part to copy with the mouse: the whole text is too large for the clipboard.",
+                            severity="warning", markup=False)
+                return
+            selected = visible(self.source.full_text()).expandtabs(TAB)
+        self.app.copy_to_clipboard(selected)
+        self.notify(f"copied {plural(len(selected), 'char')} to the clipboard", markup=False)

@@ -23,7 +23,7 @@ from textual.containers import Horizontal
 from textual.geometry import Size
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer
+from textual.widgets import ContentSwitcher
 
 from core.agent import Agent
 from core.archive import ArchiveError
@@ -43,6 +43,7 @@ from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_pane import ChatPane
 from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.inspector import Inspector, InspectorStart, request_extra
+from tui.widgets.keys_footer import KeysFooter
 from tui.widgets.message_tree import MessageTree
 from tui.widgets.timeline import TimelineView
 from tui.widgets.title_bar import TitleBar
@@ -107,7 +108,7 @@ class MainScreen(Screen[None]):
             yield ChatPane(id="chat")
             yield Inspector(start, agent, id="inspector")
         yield ContextGauge(compact=True, id="mini-gauge")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     @property
     def chat(self) -> ChatPane:
@@ -410,6 +411,9 @@ class MainScreen(Screen[None]):
 
     async def action_restore(self, path: str | None = None) -> None:
         await self.steering.restore(path)
+
+    async def action_drop_or_restore(self) -> None:
+        await self.steering.drop_or_restore()
 
     async def action_undo(self) -> None:
         await self.steering.undo()

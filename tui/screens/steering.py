@@ -162,6 +162,15 @@ class Steering:
 
         await self._steer(restore, "that text is already in context")
 
+    async def drop_or_restore(self) -> None:
+        """The tree's one key for both: restore the selected placeholder / persisted output, else drop
+        the selected tool result."""
+        path = self.host.inspector.message_tree.selected_archive_path()
+        if path is not None:
+            await self.restore(path)
+        else:
+            await self.drop()
+
     async def undo(self) -> None:
         async def undo() -> HistoryChanged | Notice | None:
             changed = await self.agent.undo_compaction()

@@ -211,7 +211,7 @@ class BreakdownView(Widget):
         return row
 
     def _item_row(self, item: Item) -> Text:
-        where = f"#{item.message}" + (f".{item.block}" if item.block is not None else "")
+        where = f"#{item.message + 1}" + (f".{item.block + 1}" if item.block is not None else "")  # as the tree numbers
         row = Text("    ")
         row.append(f"{where:<9}", Style(dim=True))
         row.append(f"{count(item.chars):>9}  ")

@@ -13,7 +13,7 @@ from textual.widget import Widget
 
 from core.history.messages import result_text
 from core.markers import parse_marker
-from core.text import visible
+from core.text import plural, visible
 from tui.widgets.chat_blocks import NoticeLine, UserBlock
 from tui.widgets.tool_block import ToolBlock
 
@@ -44,7 +44,7 @@ class ReplaySpec:
 
 
 _MARKER_NOTICES = {
-    "snip": "snip_compact: {count} messages archived at {path}",
+    "snip": "snip_compact: {count} archived at {path}",
     "compacted": "compact_history: the conversation before this was summarised; transcript at {path}",
     "reactive": "reactive_compact: the conversation before this was summarised; transcript at {path}",
 }
@@ -60,7 +60,8 @@ def replay_specs(messages: list[dict[str, Any]]) -> list[ReplaySpec]:
         if isinstance(content, str):
             marker = parse_marker(content)
             if marker is not None and marker.kind in _MARKER_NOTICES:
-                specs.append(ReplaySpec("marker", _MARKER_NOTICES[marker.kind].format(count=marker.count, path=marker.path)))
+                specs.append(ReplaySpec("marker", _MARKER_NOTICES[marker.kind].format(
+                    count=plural(marker.count or 0, "message"), path=marker.path)))
             elif content.strip():
                 specs.append(ReplaySpec("user" if role == "user" else "assistant", content))
             continue

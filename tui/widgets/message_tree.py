@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from rich.style import Style
 from rich.text import Text
 from textual import on
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import Tree
@@ -42,6 +42,7 @@ from core.history.messages import (
     user_pin_key,
 )
 from core.markers import parse_marker
+from tui.actions import tree_bindings
 from tui.format import count
 from tui.widgets.node_labels import NodeInfo, NodeLabels, has_blocks
 
@@ -76,12 +77,8 @@ class MessageTree(Tree[NodeInfo]):
         "message-tree--shortened",
     }
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("p", "screen.toggle_pin", "Pin", show=False, id="tree.pin", tooltip="Pin or unpin the selected tool result or user message"),
-        Binding("d", "screen.drop", "Drop", show=False, id="tree.drop", tooltip="Archive the selected tool result now"),
-        Binding("r", "screen.restore", "Restore", show=False, id="tree.restore", tooltip="Restore the selected archived result"),
-        Binding("u", "screen.undo", "Undo", show=False, id="tree.undo", tooltip="Undo the last compaction"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = list(tree_bindings())
+    """The steering keys (tui/actions.py): function keys only, so typing here goes to the prompt."""
 
     @dataclass
     class OpenMarker(Message):

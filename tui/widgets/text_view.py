@@ -3,6 +3,10 @@
 The cost of a frame follows what is visible, not the size of the text: each `render_line` reads
 one line from the source (a string in memory, or a file read at the line's offset). Text is shown
 as data: control and hiding characters become visible escapes, tabs become spaces.
+
+Text can be selected with the mouse (Textual's selection: each rendered cell of text carries its
+line and column) and copied as it is shown (`get_selection`), escapes and all, so no control byte of
+an archived file ever reaches the clipboard.
 """
 
 from __future__ import annotations
@@ -13,12 +17,15 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
+from textual.selection import Selection
 from textual.strip import Strip
 
 from core.text import visible
 from tui.line_source import Found, LineSource
 
 TAB = 4
+SELECTION_LINES = 200_000
+"""At most this many lines of a selection are copied (a file of any size can be selected whole)."""
 
 
 class TextView(ScrollView, can_focus=True):
@@ -58,6 +65,27 @@ class TextView(ScrollView, can_focus=True):
 
     def _gutter_width(self) -> int:
         return len(f"{max(self.source.line_count, 1):,}") + 3
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        """The selected text as shown (escapes visible, tabs as spaces), at most SELECTION_LINES lines."""
+        last = self.source.line_count - 1
+        if last < 0:
+            return None
+        start = selection.start if selection.start is not None else None
+        end = selection.end if selection.end is not None else None
+        first_line, first_column = (start.y, start.x) if start is not None else (0, 0)
+        end_line, end_column = (end.y, end.x) if end is not None else (last, None)
+        end_line = min(end_line, last, first_line + SELECTION_LINES - 1)
+        lines = []
+        for number in range(first_line, end_line + 1):
+            text = self._display(number)
+            from_column = first_column if number == first_line else 0
+            to_column = end_column if number == end_line and end_column is not None else len(text)
+            lines.append(text[from_column:to_column])
+        return "\n".join(lines), "\n"
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self.refresh()
 
     def update_size(self) -> None:
         """The source knows more lines (or its widest line grew): resize the scrollable area."""
@@ -100,19 +128,35 @@ class TextView(ScrollView, can_focus=True):
         text = self._display(number)
         room = max(width - gutter_width, 0)
         segments = [gutter]
+        styles = [base] * len(text)
         found = self.highlight
         if found is not None and found.line == number:
             start = len(self._display_prefix(number, found.column))
             end = len(self._display_prefix(number, found.end_column))
             match_style = base + self.get_component_rich_style("text-view--match", partial=True)
-            pieces: list[tuple[str, Style]] = [(text[:start], base), (text[start:end], match_style), (text[end:], base)]
-        else:
-            pieces = [(text, base)]
-        position = 0
-        for piece, style in pieces:
-            left = max(scroll_x - position, 0)
-            right = min(len(piece), scroll_x + room - position)
-            if right > left:
-                segments.append(Segment(piece[left:right], style))
-            position += len(piece)
+            styles[start:end] = [match_style] * len(styles[start:end])
+        selection = self.text_selection
+        span = selection.get_span(number) if selection is not None else None
+        if span is not None:
+            start, end = span
+            end = len(text) if end == -1 else end
+            selected = self.screen.get_component_rich_style("screen--selection")
+            styles[start:end] = [style + selected for style in styles[start:end]]
+        segments += _runs(text, styles, scroll_x, scroll_x + room, number)
         return Strip(segments).adjust_cell_length(width, base)
+
+
+def _runs(text: str, styles: list[Style], left: int, right: int, line: int) -> list[Segment]:
+    """The visible columns [left, right) of `text` as segments, one per run of a style, each carrying
+    its line and first column (the `offset` meta Textual's selection reads)."""
+    segments: list[Segment] = []
+    column = left
+    end = min(right, len(text))
+    while column < end:
+        style = styles[column]
+        run_end = column + 1
+        while run_end < end and styles[run_end] == style:
+            run_end += 1
+        segments.append(Segment(text[column:run_end], style + Style.from_meta({"offset": (column, line)})))
+        column = run_end
+    return segments

@@ -5,8 +5,9 @@ One column per call (`agent.timeline` samples, oldest left): the solid bar is wh
 dashed line the pipeline's char limit (none for another client's calls: `limit=None`). Under the bars: a mark for each call that had compaction
 steps before it, and the share of the prompt read from the cache. Left/Right (or a click) select a
 call; the lines under the chart then show its sample: what was sent, tokens, cache read/write, cost
-and the steps that ran before it with what each saved. `TimelineView.Selected` is posted on each
-change of selection.
+and the steps that ran before it with what each saved; they wrap at the view's width (the view's
+height counts the wrapped lines, and the inspector's views scroll when it is taller than the room:
+nothing is cut). `TimelineView.Selected` is posted on each change of selection.
 
 Drawn with Rich Text rather than a plotting widget: textual-plotext (last released 2024-11) predates
 the Textual 8 this app uses and maps no click to a bar; Textual's Sparkline has no limit line, no
@@ -23,6 +24,7 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -31,7 +33,7 @@ from textual.widget import Widget
 from core.proxy.calls import CLIENT_COMPACTION
 from core.text import visible
 from core.usage.timeline import ContextSample, session_cost
-from tui.format import count, one_line, short_count
+from tui.format import count, one_line, plural, short_count
 
 CHART_ROWS = 8
 COLUMN = 2  # cells per call: the bar and a gap
@@ -68,10 +70,14 @@ class TimelineView(Widget, can_focus=True):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("left", "move(-1)", "Earlier call", show=False),
-        Binding("right", "move(1)", "Later call", show=False),
-        Binding("home", "first", "First call", show=False),
-        Binding("end", "last", "Last call", show=False),
+        Binding("left", "move(-1)", "Earlier call", show=False, id="timeline.earlier"),
+        Binding("right", "move(1)", "Later call", show=False, id="timeline.later"),
+        Binding("home", "first", "First call", show=False, id="timeline.first"),
+        Binding("end", "last", "Last call", show=False, id="timeline.last"),
+        Binding("up", "scroll_details(-1)", "Scroll up", show=False, id="timeline.up"),
+        Binding("down", "scroll_details(1)", "Scroll down", show=False, id="timeline.down"),
+        Binding("pageup", "scroll_details(-10)", "Page up", show=False, id="timeline.page_up"),
+        Binding("pagedown", "scroll_details(10)", "Page down", show=False, id="timeline.page_down"),
     ]
 
     @dataclass
@@ -136,6 +142,11 @@ class TimelineView(Widget, can_focus=True):
     def action_last(self) -> None:
         self.select(len(self.samples) - 1)
 
+    def action_scroll_details(self, lines: int) -> None:
+        """Scroll the view that holds the timeline (when its details make it taller than the room)."""
+        if isinstance(self.parent, Widget):
+            self.parent.scroll_relative(y=lines, animate=False)
+
     def watch_selected(self) -> None:
         self.refresh()
 
@@ -162,11 +173,30 @@ class TimelineView(Widget, can_focus=True):
         return max(self.content_region.width or self.size.width, COLUMN)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return CHART_ROWS + 2 + len(self.detail_lines())
+        """The chart's rows, then every detail line as it wraps at `width` (none is cut)."""
+        if not self.samples:
+            return CHART_ROWS + 2
+        return CHART_ROWS + 2 + sum(len(Content.from_rich_text(line).wrap(max(width, 1)))
+                                    for line in self.detail_lines())
 
     def render(self) -> Text:
+        """The chart (each row cut to the width: a chart row must never wrap), then the detail lines,
+        which wrap."""
         width = self._chart_width()
-        text = Text(no_wrap=True, overflow="ellipsis")
+        chart = self._chart(width)
+        if not self.samples:
+            return chart
+        rows = chart.split("\n")
+        for row in rows:
+            row.truncate(width, overflow="ellipsis")
+        text = Text("\n").join(rows)
+        for line in self.detail_lines():
+            text.append("\n")
+            text.append_text(line)
+        return text
+
+    def _chart(self, width: int) -> Text:
+        text = Text()
         if not self.samples:
             text.append("no model calls yet", _DIM)
             return text
@@ -210,9 +240,6 @@ class TimelineView(Widget, can_focus=True):
                 text.append("-", _DIM)
             text.append(" ")
         text.append(" cache read" + (" (✗ miss)" if misses else ""), _DIM)
-        for line in self.detail_lines():
-            text.append("\n")
-            text.append_text(line)
         return text
 
     def _cell(self, sample: ContextSample, floor: float, per_row: float) -> tuple[str, Style]:
@@ -234,7 +261,7 @@ class TimelineView(Widget, can_focus=True):
             return []
         head = Text()
         head.append(f"call {sample.call}/{len(self.samples)}", Style(bold=True))
-        head.append(f" · sent {count(sample.chars_after)} chars in {sample.messages} messages")
+        head.append(f" · sent {plural(sample.chars_after, 'char')} in {plural(sample.messages, 'message')}")
         if sample.chars_before != sample.chars_after:
             head.append(f" (before: {count(sample.chars_before)})", _DIM)
         tokens = Text()

@@ -23,7 +23,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from core.text import visible
-from tui.format import count, duration, one_line, tool_input_summary
+from tui.format import count, duration, one_line, plural, tool_input_summary
 from tui.widgets.line import Line
 
 PREVIEW_CHARS = 3_000
@@ -113,7 +113,7 @@ class ToolBlock(Vertical, can_focus=True):
         self._render_header()
         lines = output.count("\n") + (0 if output.endswith("\n") or not output else 1)
         first = next((line for line in output[:SUMMARY_SOURCE_CHARS * 4].splitlines() if line.strip()), "")
-        shape = f"{count(lines)} lines" if lines != 1 else "1 line"
+        shape = plural(lines, "line")
         summary = one_line(first[:SUMMARY_SOURCE_CHARS], 160) or "(no output)"
         self._summary.update(Content(f"└ {shape} · {visible(summary)}"))
         self._output.update(Content(_preview(output)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from core.agent import Agent
 from core.archive import Archive
 from core.compaction import CompactionSettings
 from core.config import Settings
-from core.events import Notice, TurnFinished
+from core.events import CompactionStep, ErrorEvent, Notice, TurnFinished
 from core.history import pairing_problems
 from core.markers import UNANSWERED_MARK
 from core.model.base import ModelError, ModelEvent, ModelResponse, TextChunk
@@ -92,6 +93,32 @@ async def test_a_request_larger_than_the_limit_is_warned_about_before_the_call(
     assert len(warnings) == 1 and "5,000" in warnings[0].message
     first_call = next(i for i, e in enumerate(events) if type(e).__name__ == "TextDelta")
     assert events.index(warnings[0]) < first_call
+
+
+async def test_a_request_larger_than_the_limit_is_said_once_and_logs_no_empty_step(
+    made: list[Agent], tmp_path: Path
+) -> None:
+    """As the new user saw it: the oversize notice, then a `compact_history 60,035 -> 60,035` step that
+    changed nothing (after a summary call thrown away). Now: the notice only."""
+    model = FlakyModel(failing=set())
+    summaries: list[str] = []
+
+    async def summarize(conversation_text: str, focus: str | None) -> str:
+        summaries.append(conversation_text)
+        return "summary"
+
+    model.summarize = summarize  # type: ignore[method-assign]
+    agent = make(made, tmp_path, model, context_char_limit=5_000)
+    huge = "y" * 6_000
+    events = await run(agent, huge)
+    said = [e for e in events if isinstance(e, Notice | CompactionStep | ErrorEvent)]
+    assert len(said) == 1 and isinstance(said[0], Notice) and f"{len(huge) + 2:,} chars" in said[0].message
+    assert summaries == [] and model.calls == 1  # no summary asked for, one call for the reply
+    assert agent.timeline[-1].steps == ()
+    await agent.aclose()
+    assert agent.session is not None
+    records = [json.loads(line) for line in agent.session.path.read_text(encoding="utf-8").splitlines()]
+    assert not [record for record in records if "compact_history" in json.dumps(record)]
 
 
 async def test_a_long_request_can_be_archived_for_the_model_to_read(made: list[Agent], tmp_path: Path) -> None:

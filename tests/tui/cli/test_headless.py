@@ -107,10 +107,13 @@ def test_prompt_from_stdin_of_a_megabyte_warns_and_goes_on(tmp_path: Path) -> No
     prompt = "help " + "z" * 1_000_000
     result = run_with_stdin(["-p", "-", "--offline", "--workdir", str(tmp_path), "--output-format", "json"], prompt)
     assert result.returncode == 0, result.stderr[-500:]
-    warning = [line for line in result.stderr.splitlines() if "warning" in line]
-    assert len(warning) == 1 and "above the context limit of 50,000" in warning[0]
+    warning = [line for line in result.stderr.splitlines() if "alone is" in line]  # said once (the agent's notice)
+    assert len(warning) == 1 and "over the 50,000-char context limit" in warning[0]
+    assert "compact_history" not in result.stderr  # no step that changed nothing
     data: dict[str, Any] = json.loads(result.stdout)
     assert data["exit_code"] == 0
+    said = [event for event in data["events"] if event["type"] in ("notice", "compaction")]
+    assert len(said) == 1 and said[0]["kind"] == "warning"
 
 
 def test_prompt_from_stdin(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from core.config import Settings
 from tests.support.pilot import settled, wait_for
 from tui.app import CtxApp
 from tui.screens.oversize import OversizeScreen
+from tui.widgets.chat_blocks import CompactionNotice, NoticeLine
 
 LONG = "a pasted build log line that goes on and on\n" * 200  # ~8,800 chars
 
@@ -57,4 +58,9 @@ async def test_send_anyway_sends_it_whole(tmp_path: Path) -> None:
         await pilot.press("s")
         await settled(pilot, app, 1)
         assert agent.messages[0] == {"role": "user", "content": LONG}
+        # said once in the chat, and no compaction step that changed nothing (chat, log, timeline)
+        notices = [str(line.render()) for line in app.chat.transcript.query(NoticeLine)]
+        assert len([text for text in notices if "alone is" in text]) == 1
+        assert not app.chat.transcript.query(CompactionNotice)
+        assert agent.timeline[-1].steps == () and app.gauge.state.last_step is None
     await agent.aclose()

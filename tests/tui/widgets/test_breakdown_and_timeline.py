@@ -57,7 +57,7 @@ async def test_breakdown_shows_the_figures_and_selecting_names_the_message() -> 
         table = view.query_one("#breakdown-table", OptionList)
         before = rows(table)
         assert any("tool calls" in row for row in before)
-        assert not any("#2.0" in row for row in before)
+        assert not any("#3.1" in row for row in before)
 
         # live: the next message arrives as a splice and the rows follow
         event = HistoryChanged(3, estimate_chars(HISTORY), (Splice(2, 0, (HISTORY[2],)),), "tools")
@@ -68,8 +68,8 @@ async def test_breakdown_shows_the_figures_and_selecting_names_the_message() -> 
         assert sum(view.figures.values()) == estimate_chars(HISTORY) + 2_000
         result_row = next(row for row in shown if row.startswith("■ tool results"))
         assert f"{tracker.totals['tool_result']:,} chars" in result_row
-        assert any("#2.0" in row for row in shown)  # the big result, located
-        assert any("#2.1" in row for row in shown)  # the placeholder, under markers
+        assert any("#3.1" in row for row in shown)  # the big result, located (numbered from 1, as the tree)
+        assert any("#3.2" in row for row in shown)  # the placeholder, under markers
         # untrusted text is shown, escaped, never styled or run as markup
         assert any("[bold]please[/bold]" in row for row in shown)
         assert any("\\x1b[31m" in row for row in shown) and not any("\x1b" in row for row in shown)

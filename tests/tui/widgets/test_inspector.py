@@ -165,7 +165,7 @@ async def test_placeholder_node_opens_the_archived_text_with_search(
 
         await pilot.press(*"line 2999", "enter")
         assert screen.matches == [(archived.index("line 2999"), archived.index("line 2999") + 9)]
-        assert "1/1 matches" in str(screen.query_one("#archive-count").render())
+        assert "1/1 match" == str(screen.query_one("#archive-count").render()).strip()
         area = screen.query_one("#archive-text", TextView)
         assert area.selected_text == "line 2999"
         assert area.scroll_y > 0  # scrolled to the match

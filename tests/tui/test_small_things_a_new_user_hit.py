@@ -1,0 +1,148 @@
+"""Smaller things a new user hit (issue 18, item 22), each in the real app as they did it (Pilot):
+the footer at 80x24, the breakdown's numbering against the tree's, a screenshot without ~/Downloads,
+and the grammar of counts and articles in what the app says."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from textual.widgets import OptionList
+from textual.widgets._footer import FooterKey
+
+from core.agent import Agent
+from core.config import Settings
+from tests.support.pilot import settled, wait_for
+from tui.app import CtxApp
+from tui.widgets.breakdown import BreakdownView
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def make_agent(workdir: Path) -> Agent:
+    (workdir / "one.txt").write_text("just one line\n", encoding="utf-8")
+    return Agent.from_settings(Settings(workdir=workdir, offline=True))
+
+
+async def send(pilot: object, app: CtxApp, text: str) -> None:
+    done = app.turns_completed
+    app.chat.input.insert(text)
+    await pilot.press("enter")  # type: ignore[attr-defined]
+    await settled(pilot, app, done + 1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("focus_tree", [False, True])
+async def test_the_footer_keeps_quit_at_80x24(tmp_path: Path, focus_tree: bool) -> None:
+    agent = make_agent(tmp_path)
+    app = CtxApp(agent)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        if focus_tree:
+            await pilot.press("ctrl+t")
+        await pilot.pause(0.2)
+        quit_key = next(key for key in app.screen.query(FooterKey) if key.action in ("quit", "app.quit"))
+        region = quit_key.region
+        assert region.area and region.right <= 80
+        assert app.screen.get_widget_at(region.x, region.y)[0] is quit_key
+        assert "Quit" in str(quit_key.render())
+    await agent.aclose()
+
+
+async def test_the_breakdown_numbers_messages_as_the_tree_does(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path)
+    app = CtxApp(agent)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await send(pilot, app, "read one.txt")
+        await pilot.press("f2")  # the breakdown
+        view = app.main.inspector.breakdown_view
+        table = view.query_one("#breakdown-table", OptionList)
+        await wait_for(pilot, lambda: table.option_count > 0)
+        rows = [str(table.get_option_at_index(index).prompt) for index in range(table.option_count)]
+        # the read's result is message 3 in the tree ("#3 "), block 1 of it
+        result_message = next(index for index, message in enumerate(agent.messages)
+                              if isinstance(message["content"], list)
+                              and message["content"][0].get("type") == "tool_result")
+        tree_number = str(app.message_tree.entries[result_message][1].label).split()[0]
+        assert tree_number == f"#{result_message + 1}" == "#3"
+        assert any(f"{tree_number}.1 " in row for row in rows), rows
+        assert not any(re.search(r"#0\b|#\d+\.0\b", row) for row in rows), rows
+        # choosing the row selects that message in the tree
+        index = next(i for i, row in enumerate(rows) if f"{tree_number}.1 " in row)
+        table.focus()
+        table.highlighted = index
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.message_tree.selected is not None
+                       and app.message_tree.selected.index == result_message)
+        assert isinstance(view, BreakdownView)
+    await agent.aclose()
+
+
+async def test_a_screenshot_without_a_downloads_folder_goes_home_and_says_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.delenv("XDG_DOWNLOAD_DIR", raising=False)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    agent = make_agent(workdir)
+    app = CtxApp(agent)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.deliver_screenshot()  # what the palette's "Save screenshot" runs
+        await wait_for(pilot, lambda: any("screenshot" in note.message.lower() for note in app._notifications))
+        notes = [note.message for note in app._notifications]
+        saved = list(home.glob("*.svg"))
+        assert len(saved) == 1 and saved[0].read_text(encoding="utf-8").startswith("<svg")
+        assert any(f"Saved screenshot to {saved[0]}" in note for note in notes), notes
+        assert not (home / "Downloads").exists()
+    await agent.aclose()
+
+
+async def test_a_screenshot_that_cannot_be_saved_says_why(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path)
+    app = CtxApp(agent)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.deliver_screenshot(path=str(tmp_path / "no" / "such" / "folder"))
+        await wait_for(pilot, lambda: any("screenshot" in note.message.lower() for note in app._notifications))
+        (note,) = [note.message for note in app._notifications]
+        assert note.startswith("The screenshot was not saved: No such file or directory")
+        assert "no/such/folder" in note
+    await agent.aclose()
+
+
+# --- grammar ---------------------------------------------------------------------------------------
+
+COUNTED = re.compile(
+    r"\{[^{}!]+\}\s(?:more\s)?(?:messages|lines|results|matches|files|steps|calls|pins|sessions|compactions)\b"
+)
+"""An f-string that puts a number straight before a plural noun ('{n} lines'): wrong when n is 1."""
+FORMATS = {
+    "core/markers.py",  # the seed's marker format `[N messages archived at PATH]`, parsed back as it is written
+}
+
+
+def test_no_f_string_puts_a_bare_count_before_a_plural_noun() -> None:
+    found = []
+    for path in sorted([*ROOT.joinpath("core").rglob("*.py"), *ROOT.joinpath("tui").rglob("*.py")]):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative in FORMATS:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if COUNTED.search(line) and ('f"' in line or "f'" in line or "format(" in line or '"{' in line):
+                found.append(f"{relative}:{number}: {line.strip()}")
+    assert found == [], "use plural() (core.text / tui.format):\n" + "\n".join(found)
+
+
+async def test_a_one_line_file_is_one_line(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path)
+    app = CtxApp(agent)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await send(pilot, app, "read one.txt")
+        replies = " ".join(block.source for block in app.chat.transcript.query("AssistantBlock"))  # type: ignore[attr-defined]
+        assert "1 line" in replies and "1 lines" not in replies
+    await agent.aclose()
