@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 from core.tools import ToolOutput
 from tests.support.tools import make_tools
 
-
 # -- read_file and write_file ----------------------------------------------------------------------
 
 

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from core.tools import ToolOutput, Workspace, WorkspaceError
 from tests.support.tools import make_tools
 
-
 # -- resolving paths -------------------------------------------------------------------------------
 
 

@@ -376,7 +376,7 @@ async def test_a_newer_change_cancels_a_debounced_count(build: Build, anthropic_
 
     agent = build()
     pending = asyncio.ensure_future(agent.count_next_request(debounce=30.0))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one step of the loop, not a wait: the count starts and reaches its debounce
     pending.cancel()
     newer = await agent.count_next_request(debounce=0.01)
     assert pending.cancelled() and newer.exact
