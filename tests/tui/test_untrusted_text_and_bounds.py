@@ -1,5 +1,5 @@
-"""Pilot tests of the TUI classes of issue 8: terminal escapes, the permission dialog, bounded views,
-resize, focus and the gauge's labels; and a resumed session's chat (issue 11).
+"""Pilot tests of untrusted text and bounds in the TUI: terminal escapes shown as text, the permission
+dialog, bounded views, resize, focus and the gauge's labels; and a resumed session's chat.
 
 Every test drives the real CtxApp on the real offline agent.
 """

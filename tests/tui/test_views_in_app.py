@@ -1,5 +1,5 @@
-"""Issue 9's views in the real app: the gauge's exact count, the breakdown and timeline in the inspector,
-the compaction log's tokens and summaries. Pilot drives CtxApp; online tests use the real SDK against
+"""The inspector's views in the real app: the gauge's exact count, the breakdown and timeline, the
+compaction log's tokens and summaries. Pilot drives CtxApp; online tests use the real SDK against
 the loopback fake API (tests/support/fakeapi.py), which implements count_tokens."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tokens, cache and cost over the real SDK and the loopback fake API (issue 9).
+"""Tokens, cache and cost over the real SDK and the loopback fake API.
 
 Every test builds the agent with `Agent.from_settings` (AnthropicModel -> AsyncAnthropic -> HTTP on
 127.0.0.1 -> tests/support/fakeapi.py) and checks the request bodies the fake recorded against what the agent

@@ -1,4 +1,4 @@
-"""Pilot tests of sessions in the TUI (issue 11): a session resumed by id shows the chat it had when
+"""Pilot tests of sessions in the TUI: a session resumed by id shows the chat it had when
 it was closed, `ctxtui sessions` lists it, and the session picker resumes a chosen session in the
 running app (chat, prompt history, inspector)."""
 
