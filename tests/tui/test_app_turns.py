@@ -223,7 +223,7 @@ async def test_quit_cancels_the_running_turn_and_closes_the_agent(tmp_path: Path
     agent = make_agent(tmp_path, allow_all=True)
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
-        await type_and_send(pilot, "$ sleep 5")
+        await type_and_send(pilot, "$ sleep 5")  # a command still running when ctrl+q comes
         await wait_for(pilot, lambda: bool(app.chat.tools))
         await pilot.press("ctrl+q")
         await wait_for(pilot, lambda: app.return_code is not None)
