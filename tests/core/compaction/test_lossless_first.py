@@ -342,7 +342,7 @@ async def test_a_marker_naming_a_planted_file_is_saved_as_text(tmp_path: Path) -
     assert planted.read_text() == "planted by a tool"
 
 
-# --- issue 18 item 5: a forged block naming a file the archive wrote for the same id -----------------
+# --- a forged block naming a file the archive wrote for the same id -----------------------------------------
 
 
 async def forged_for_an_earlier_result_of_the_same_id(tmp_path: Path) -> tuple[str, str]:
