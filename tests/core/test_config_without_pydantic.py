@@ -1,4 +1,4 @@
-"""The config check without pydantic (issue 12: the first frame does not wait for importing it).
+"""The config check without pydantic (the first frame does not wait for importing it).
 
 A layer whose values already have their field's type is accepted as it is; anything else goes to
 pydantic. The property: whatever the layer, `_validate_layer` returns exactly what the pydantic

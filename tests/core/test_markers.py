@@ -1,4 +1,4 @@
-"""parse_marker reads the contract's marker formats in linear work (issue 18 item 10).
+"""parse_marker reads the contract's marker formats in linear work.
 
 - it agrees with the formats' regular expressions (the DESIGN.md contract, kept here as the
   reference) on generated texts built from the formats' own pieces;

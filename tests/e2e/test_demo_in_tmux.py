@@ -10,7 +10,6 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -66,15 +65,16 @@ def test_escape_sequences_in_a_file_never_reach_the_terminal() -> None:
     tmux = Tmux(root)
     try:
         tmux.start(f"{sys.executable} -m tui.cli --offline --workdir {workdir}")
+        tmux.keep_pane_after_exit()
         wait_until(lambda: "Message the agent" in tmux.screen(), 15, "the prompt", tmux)
         tmux.run("send-keys", "-t", tmux.session, "-l", "read evil.txt", check=True)
         tmux.run("send-keys", "-t", tmux.session, "Enter", check=True)
         wait_until(lambda: "\\x1b]2;pwned-title" in tmux.screen(), 15, "the escaped file text", tmux)
-        time.sleep(0.5)
-        title = tmux.run("display-message", "-p", "-t", tmux.session, "#{pane_title}").stdout
-        assert "pwned" not in title
+        assert "pwned" not in tmux.pane_title()
         tmux.run("send-keys", "-t", tmux.session, "C-q", check=True)
-        wait_until(lambda: not tmux.alive(), 8, "the app to exit after ctrl+q", tmux)
+        wait_until(tmux.exited, 8, "the app to exit after ctrl+q", tmux)
+        # the app has ended: tmux has read all it ever wrote, and no title came from it
+        assert "pwned" not in tmux.pane_title()
     finally:
         tmux.kill_server()
         shutil.rmtree(root, ignore_errors=True)
@@ -106,6 +106,17 @@ def test_shrinking_the_real_terminal_lays_out_for_the_new_size() -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def tree_focused(screen: str) -> bool:
+    """The message tree has the focus: its border (and title line) turns from thin to thick."""
+    return "▀Messages" in screen
+
+
+def cursor_on(styled_screen: str, label: str) -> bool:
+    """The tree's cursor is on the node labelled `label`: that line is drawn in one style (the others
+    colour their number, role and sizes apart), so its text has no escape sequence inside."""
+    return label in styled_screen
+
+
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 @pytest.mark.timeout(60)
 def test_pin_compact_undo_round_trip_in_a_real_terminal() -> None:
@@ -128,13 +139,13 @@ def test_pin_compact_undo_round_trip_in_a_real_terminal() -> None:
         keys("Enter")
         wait_until(lambda: "#4 assistant" in tmux.screen(), 15, "the reply in the tree", tmux)
         keys("C-t")
-        time.sleep(0.3)
+        wait_until(lambda: tree_focused(tmux.screen()), 10, "the tree to take the focus", tmux)
         keys("Up")
-        time.sleep(0.3)
+        wait_until(lambda: cursor_on(tmux.styled_screen(), "#3 user · tool_result"), 10, "the cursor on the result", tmux)
         keys("p")
         wait_until(lambda: "pinned the result" in tmux.screen() and "pinned" in tmux.screen(), 10, "the pin", tmux)
         keys("C-t")
-        time.sleep(0.3)
+        wait_until(lambda: not tree_focused(tmux.screen()), 10, "the prompt to take the focus back", tmux)
         keys("/compact", literal=True)
         keys("Enter")
         wait_until(lambda: "Review the summary" in tmux.screen(), 15, "the summary review", tmux)

@@ -40,6 +40,21 @@ class Tmux:
     def screen(self) -> str:
         return self.run("capture-pane", "-p", "-t", self.session).stdout
 
+    def styled_screen(self) -> str:
+        """The pane with its colours and attributes as escape sequences (what shows a cursor line)."""
+        return self.run("capture-pane", "-p", "-e", "-t", self.session).stdout
+
+    def keep_pane_after_exit(self) -> None:
+        """Keep the pane (dead, with its title and last screen) when the program ends."""
+        self.run("set-option", "-t", self.session, "remain-on-exit", "on", check=True)
+
+    def exited(self) -> bool:
+        """The program ended in a pane kept by `keep_pane_after_exit` (every byte it wrote has been read)."""
+        return self.run("display-message", "-p", "-t", self.session, "#{pane_dead}").stdout.strip() == "1"
+
+    def pane_title(self) -> str:
+        return self.run("display-message", "-p", "-t", self.session, "#{pane_title}").stdout
+
     def alive(self) -> bool:
         return self.run("has-session", "-t", self.session).returncode == 0
 

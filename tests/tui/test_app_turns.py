@@ -18,7 +18,7 @@ from core.history import estimate_chars, pairing_problems
 from core.history.messages import INTERRUPTED
 from core.model.offline import OfflineModel
 from core.tools import PERMISSION_DENIED
-from tests.support.pilot import settled, wait_for
+from tests.support.pilot import palette_highlights, settled, wait_for
 from tui import messages as msg
 from tui.app import CtxApp
 from tui.screens.compact_prompt import CompactPromptScreen
@@ -123,9 +123,9 @@ async def test_escape_during_bash_answers_the_tool_use(tmp_path: Path) -> None:
     agent = make_agent(tmp_path, allow_all=True)
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
-        await type_and_send(pilot, "$ sleep 5; touch finished.txt")
-        await wait_for(pilot, lambda: bool(app.chat.tools))
-        await pilot.pause(0.2)
+        # the sleep is what is interrupted: the command must still run when escape comes
+        await type_and_send(pilot, "$ touch started.txt; sleep 5; touch finished.txt")
+        await wait_for(pilot, lambda: (tmp_path / "started.txt").exists())  # the command runs
         await pilot.press("escape")
         await settled(pilot, app, 1)
         assert not (tmp_path / "finished.txt").exists()  # the command was stopped, not waited for
@@ -223,10 +223,10 @@ async def test_quit_cancels_the_running_turn_and_closes_the_agent(tmp_path: Path
     agent = make_agent(tmp_path, allow_all=True)
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
-        await type_and_send(pilot, "$ sleep 5")
+        await type_and_send(pilot, "$ sleep 5")  # a command still running when ctrl+q comes
         await wait_for(pilot, lambda: bool(app.chat.tools))
         await pilot.press("ctrl+q")
-        await wait_for(pilot, lambda: app.return_code is not None, limit=6)
+        await wait_for(pilot, lambda: app.return_code is not None)
     assert pairing_problems(agent.messages) == []
     assert agent.messages[-1]["content"][0]["content"] == INTERRUPTED
     assert agent.session is not None and agent.session._closed
@@ -307,9 +307,8 @@ async def test_palette_command_runs_the_action(tmp_path: Path) -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         assert app.query_one("#inspector").display
         await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
         await pilot.press(*"Toggle inspector")
-        await pilot.pause(0.3)
+        await palette_highlights(pilot, "Toggle inspector")
         await pilot.press("enter")
         await wait_for(pilot, lambda: not app.query_one("#inspector").display)
         assert app.query_one("#mini-gauge").display

@@ -13,13 +13,15 @@ from textual.pilot import Pilot
 from core.agent import Agent
 from core.config import Settings
 from core.history import pairing_problems
+from tests.support.pilot import settled
 from tests.support.pilot import wait_for as _wait_for
 from tui import messages as msg
 from tui.app import CtxApp
 from tui.widgets.chat_blocks import UserBlock
 
 
-async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], limit: float = 20.0) -> None:
+async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], limit: float = 60.0) -> None:
+    """Wait as the shared helper does, polling less often (a demo runs many turns)."""
     await _wait_for(pilot, condition, limit=limit, step=0.05)
 
 
@@ -42,7 +44,7 @@ async def test_demo_types_and_sends_each_command_in_turn(tmp_path: Path) -> None
         original = app.notify
         app.notify = lambda message, **kw: (notes.append(message), original(message, **kw))[1]  # type: ignore[method-assign]
         await wait_for(pilot, lambda: app.turns_completed >= 3 and demo_finished(app))
-        await pilot.pause(0.2)
+        await settled(pilot, app)
         assert [block.text for block in app.chat.transcript.query(UserBlock)] == commands
         started = [m.event.request for m in seen if isinstance(m, msg.TurnStarted)]
         assert started == commands  # one turn per command, in order

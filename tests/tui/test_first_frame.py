@@ -1,4 +1,4 @@
-"""The first frame (issue 12): real and complete, painted before the heavy modules load, and a key
+"""The first frame: real and complete, painted before the heavy modules load, and a key
 typed at once is never lost.
 
 The module checks start `ctxtui` in a fresh interpreter (a subprocess: this test process has

@@ -118,7 +118,7 @@ async def settle(pilot: Pilot[Any], app: CtxApp) -> None:
     )
     app.gauge.flush()
     freeze_cursors(app)
-    await pilot.pause(0.1)
+    await pilot.pause()  # the flushed gauge and the frozen cursors repaint
 
 
 async def send(pilot: Pilot[Any], app: CtxApp, text: str) -> None:
@@ -161,7 +161,7 @@ def test_permission_modal(snap_compare: Any, workdir: Path) -> None:
         await wait_for(pilot, lambda: not app.message_tree.syncing and app.gauge.chars == app.agent.chars
                        and app.gauge.state.count is not None and not asking(app))
         app.gauge.flush()
-        await pilot.pause(0.1)
+        await pilot.pause()  # the flushed gauge repaints
 
     assert snap_compare(make_app(workdir, ask=True), terminal_size=SIZE, run_before=run_before)
 
@@ -193,7 +193,8 @@ def test_archive_screen_on_a_placeholder(snap_compare: Any, workdir: Path) -> No
         assert isinstance(screen, ArchiveScreen) and "line 001 of file 1" in screen.text
         await pilot.press(*"line 010")
         await pilot.press("enter")
+        await wait_for(pilot, lambda: not screen.searching and screen.current >= 0)  # on the first match
         freeze_cursors(app)
-        await pilot.pause(0.1)
+        await pilot.pause()
 
     assert snap_compare(make_app(workdir, compaction=compaction), terminal_size=SIZE, run_before=run_before)

@@ -13,12 +13,13 @@ from core.agent import Agent
 from core.compaction import CompactionSettings
 from core.config import Settings
 from core.markers import parse_marker
-from tests.support.pilot import settled, wait_for
+from tests.support.pilot import ends_a_turn, palette_highlights, screen_ready, send, settled, wait_for
 from tui.app import CtxApp
 from tui.screens.archive import ArchiveScreen
 from tui.screens.archive_list import ArchiveListScreen
 from tui.screens.preview import PreviewScreen
 from tui.screens.summary_review import SummaryReviewScreen
+from tui.widgets.chat_blocks import NoticeLine
 from tui.widgets.message_tree import NodeInfo
 
 TEXT = "line of the big file\n" * 200
@@ -28,12 +29,6 @@ def make_agent(workdir: Path, **compaction: Any) -> Agent:
     for number in range(1, 5):
         (workdir / f"f{number}.txt").write_text(f"{number} {TEXT}", encoding="utf-8")
     return Agent.from_settings(Settings(workdir=workdir, offline=True, compaction=CompactionSettings(**compaction)))
-
-
-async def send(pilot: Pilot[Any], app: CtxApp, text: str, turns: int) -> None:
-    app.chat.input.insert(text)
-    await pilot.press("enter")
-    await settled(pilot, app, turns)
 
 
 def results(agent: Agent) -> dict[str, Any]:
@@ -65,7 +60,7 @@ async def test_tree_keys_pin_drop_restore_and_undo(tmp_path: Path) -> None:
     agent = make_agent(tmp_path)
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
-        await send(pilot, app, "read f1.txt", 1)
+        await send(pilot, app, "read f1.txt")
         (tool_use_id, text), = results(agent).items()
         await select(pilot, app, tool_use_id)
         await pilot.press("f6")
@@ -83,8 +78,8 @@ async def test_tree_keys_pin_drop_restore_and_undo(tmp_path: Path) -> None:
         await settled(pilot, app)
         assert "↩" not in label(app, tool_use_id)
         before = list(agent.messages)
-        await app.main.run_action("compact_now")
-        await settled(pilot, app, 2)
+        async with ends_a_turn(pilot, app):  # the compaction runs as a turn
+            await app.main.run_action("compact_now")
         assert len(agent.messages) == 1
         app.message_tree.focus()
         await pilot.press("f3")
@@ -120,12 +115,13 @@ async def test_palette_and_slash_commands_steer_the_context(tmp_path: Path) -> N
     agent = make_agent(tmp_path)
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
-        await send(pilot, app, "read f1.txt", 1)
+        await send(pilot, app, "read f1.txt")
         (tool_use_id, text), = results(agent).items()
         await select(pilot, app, tool_use_id)
         await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
-        await pilot.press(*"Pin/unpin the selected", "enter")
+        await pilot.press(*"Pin/unpin the selected")
+        await palette_highlights(pilot, "Pin/unpin the selected")
+        await pilot.press("enter")
         await wait_for(pilot, lambda: agent.pinned == {tool_use_id})
         assert await app.submit(f"/unpin {tool_use_id}")
         await wait_for(pilot, lambda: not agent.pinned)
@@ -159,7 +155,7 @@ async def test_restore_from_the_archive_viewer(tmp_path: Path) -> None:
     agent = make_agent(tmp_path)
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
-        await send(pilot, app, "read f1.txt", 1)
+        await send(pilot, app, "read f1.txt")
         (tool_use_id, text), = results(agent).items()
         await app.main.action_drop(tool_use_id)  # the screen routes its HistoryChanged to the tree
         await wait_for(pilot, lambda: "↩" in label(app, tool_use_id))
@@ -169,8 +165,7 @@ async def test_restore_from_the_archive_viewer(tmp_path: Path) -> None:
         await pilot.pause()
         app.message_tree.move_cursor(node.children[0])
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, ArchiveScreen))
-        await pilot.pause(0.2)
+        await screen_ready(pilot, ArchiveScreen)
         await pilot.press("ctrl+e")
         await wait_for(pilot, lambda: results(agent)[tool_use_id] == text)
     await agent.aclose()
@@ -181,8 +176,8 @@ async def test_the_preview_warns_before_a_summary_and_marks_what_it_shortens(tmp
     agent.auto_compact = False
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
-        for turn, number in enumerate((1, 2, 3), start=1):
-            await send(pilot, app, f"read f{number}.txt", turn)
+        for number in (1, 2, 3):
+            await send(pilot, app, f"read f{number}.txt")
         ids = list(results(agent))
         assert await app.submit("/pause")  # resume: the preview now says what the next call does
         await wait_for(pilot, lambda: "next call:" in app.gauge.render().plain)
@@ -205,22 +200,22 @@ async def test_compact_shows_the_summary_first_and_uses_the_edited_text(tmp_path
     agent = make_agent(tmp_path)
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
-        await send(pilot, app, "read f1.txt", 1)
+        await send(pilot, app, "read f1.txt")
         before = list(agent.messages)
         await pilot.press("ctrl+o", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, SummaryReviewScreen))
         await pilot.press("escape")  # cancel: nothing changes
-        await wait_for(pilot, lambda: not isinstance(app.screen, SummaryReviewScreen))
-        await pilot.pause(0.1)
-        assert agent.messages == before
+        await wait_for(pilot, lambda: any("compact cancelled" in line.text for line in app.chat.transcript.query(NoticeLine)))
+        assert not isinstance(app.screen, SummaryReviewScreen)
+        assert agent.messages == before and not app.busy and app.turns_completed == 1  # no compaction started
         assert await app.submit("/compact the big file")
         await wait_for(pilot, lambda: isinstance(app.screen, SummaryReviewScreen))
         screen = app.screen
         assert isinstance(screen, SummaryReviewScreen)
         area = screen.query_one("#summary-text")
         area.text = "My own summary: f1.txt was read."  # type: ignore[attr-defined]
-        await pilot.press("ctrl+s")
-        await settled(pilot, app, 2)
+        async with ends_a_turn(pilot, app):
+            await pilot.press("ctrl+s")
         marker = parse_marker(agent.messages[0]["content"])
         assert len(agent.messages) == 1 and marker is not None
         assert marker.summary == "My own summary: f1.txt was read."
@@ -234,13 +229,12 @@ async def test_restore_from_the_archive_list(tmp_path: Path) -> None:
     agent = make_agent(tmp_path)
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
-        await send(pilot, app, "read f1.txt", 1)
+        await send(pilot, app, "read f1.txt")
         (tool_use_id, text), = results(agent).items()
         assert await app.submit(f"/drop {tool_use_id}")
         await wait_for(pilot, lambda: parse_marker(results(agent)[tool_use_id]) is not None)
         await pilot.press("ctrl+r")
-        await wait_for(pilot, lambda: isinstance(app.screen, ArchiveListScreen))
-        await pilot.pause(0.1)
+        await screen_ready(pilot, ArchiveListScreen)
         await pilot.press("down", "ctrl+e")  # highlight the one file, restore it
         await wait_for(pilot, lambda: results(agent)[tool_use_id] == text)
         assert not isinstance(app.screen, ArchiveListScreen)
@@ -252,8 +246,8 @@ async def test_a_user_message_is_pinned_from_the_tree_and_stays_after_a_compact(
     app = CtxApp(agent)
     rule = "Keep the public names exactly as they are."
     async with app.run_test(size=(160, 48)) as pilot:
-        await send(pilot, app, rule, 1)
-        await send(pilot, app, "read f1.txt", 1)
+        await send(pilot, app, rule)
+        await send(pilot, app, "read f1.txt")
 
         def rule_node() -> TreeNode[NodeInfo]:
             return next(node for message, node in app.message_tree.entries if message.get("content") == rule)
@@ -265,11 +259,10 @@ async def test_a_user_message_is_pinned_from_the_tree_and_stays_after_a_compact(
         await wait_for(pilot, lambda: len(agent.pinned) == 1 and "📌" in str(rule_node().label))
         (key,) = agent.pinned
         assert key.startswith("user:")
-        await app.main.run_action("compact_now")
-        await settled(pilot, app, 3)  # the compaction's worker counts as the third
+        async with ends_a_turn(pilot, app):  # the compaction runs as a turn: wait for it, not for the two before
+            await app.main.run_action("compact_now")
         # carried after the summary, byte-exact, and the current request after it, read last
         assert [m["content"] for m in agent.messages[1:]] == [rule, "read f1.txt"]
-        await settled(pilot, app)
         assert "📌" in str(rule_node().label)
         app.message_tree.focus()
         app.message_tree.move_cursor(rule_node())

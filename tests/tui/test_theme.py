@@ -1,5 +1,5 @@
 """Pilot tests: a theme chosen from the command palette is saved to the config file and used at the
-next start; an unknown theme in the settings falls back to the default with one notice (issue 11)."""
+next start; an unknown theme in the settings falls back to the default with one notice."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from textual.command import CommandPalette
 
 from core.agent import Agent
 from core.config import Settings, apply_config, resolve_config
-from tests.support.pilot import wait_for
+from tests.support.pilot import palette_highlights, wait_for, workers_idle
 from tui.app import CtxApp
 
 
@@ -37,11 +38,12 @@ async def test_a_theme_chosen_in_the_palette_is_saved_and_used_next_time(
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("ctrl+p")
         await pilot.press(*"theme")
-        await pilot.pause(0.2)
+        await palette_highlights(pilot, "theme")
+        commands = app.screen
         await pilot.press("enter")  # Textual's own "Theme" command: a list of themes
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen is not commands)
         await pilot.press(*"dracula")
-        await pilot.pause(0.2)
+        await palette_highlights(pilot, "dracula")
         await pilot.press("enter")
         await wait_for(pilot, lambda: saved(home).get("theme") == "dracula")
         assert app.theme == "dracula"
@@ -70,8 +72,9 @@ async def test_an_unknown_theme_falls_back_with_one_notice(tmp_path: Path, monke
     app = CtxApp(agent, theme=settings.theme)
     default = CtxApp(agent).theme
     async with app.run_test(size=(160, 48)) as pilot:
-        await wait_for(pilot, lambda: bool(app._notifications))
-        await pilot.pause(0.5)
+        await wait_for(pilot, lambda: bool(app._notifications) and workers_idle(app, "first-frame"))
+        # nothing is on its way to the config file: no save waits for the theme to settle, none runs
+        assert app._theme_timer is None and workers_idle(app, "theme")
         assert app.theme == default
         notices = [notification.message for notification in app._notifications]
         assert len(notices) == 1 and "no-such-theme" in notices[0] and default in notices[0]

@@ -1,5 +1,5 @@
-"""Pilot tests of the TUI classes of issue 8: terminal escapes, the permission dialog, bounded views,
-resize, focus and the gauge's labels; and a resumed session's chat (issue 11).
+"""Pilot tests of untrusted text and bounds in the TUI: terminal escapes shown as text, the permission
+dialog, bounded views, resize, focus and the gauge's labels; and a resumed session's chat.
 
 Every test drives the real CtxApp on the real offline agent.
 """
@@ -19,7 +19,7 @@ from core.config import Settings
 from core.events import CompactionStep, ContextMeasured, PermissionRequested
 from core.history import pairing_problems
 from core.history.messages import INTERRUPTED
-from tests.support.pilot import GaugeApp, settled, wait_for
+from tests.support.pilot import GaugeApp, send, settled, wait_for
 from tui import messages as msg
 from tui.app import CtxApp
 from tui.screens.archive import ArchiveScreen
@@ -37,13 +37,6 @@ EVIL = f"first {OSC_TITLE}line\nclip {OSC_CLIPBOARD}\nmove {CURSOR}done\n"
 def make_agent(workdir: Path, **kwargs: Any) -> Agent:
     (workdir / "a.txt").write_text("hello world\n", encoding="utf-8")
     return Agent.from_settings(Settings(workdir=workdir, offline=True), **kwargs)
-
-
-async def send(pilot: Pilot[Any], app: CtxApp, text: str) -> None:
-    done = app.turns_completed
-    app.chat.input.insert(text)
-    await pilot.press("enter")
-    await settled(pilot, app, done + 1)
 
 
 def plain(widget: Static) -> str:

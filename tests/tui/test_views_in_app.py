@@ -1,12 +1,11 @@
-"""Issue 9's views in the real app: the gauge's exact count, the breakdown and timeline in the inspector,
-the compaction log's tokens and summaries. Pilot drives CtxApp; online tests use the real SDK against
+"""The inspector's views in the real app: the gauge's exact count, the breakdown and timeline, the
+compaction log's tokens and summaries. Pilot drives CtxApp; online tests use the real SDK against
 the loopback fake API (tests/support/fakeapi.py), which implements count_tokens."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from textual.widgets import OptionList
 
@@ -15,7 +14,7 @@ from core.config import Settings
 from core.history.categories import CATEGORIES, breakdown
 from core.markers import parse_marker
 from tests.support.fakeapi import FakeAnthropicServer, estimate_tokens, rate_limited, settings_for
-from tests.support.pilot import settled, wait_for
+from tests.support.pilot import send, wait_for
 from tui.app import CtxApp
 from tui.screens.archive import ArchiveScreen
 from tui.screens.summary_review import SummaryReviewScreen
@@ -30,14 +29,6 @@ SIZE = (170, 50)
 def offline_agent(workdir: Path) -> Agent:
     (workdir / "a.txt").write_text("hello world\nsecond line\n" * 40, encoding="utf-8")
     return Agent.from_settings(Settings(workdir=workdir, offline=True))
-
-
-async def send(pilot: Any, app: CtxApp, text: str) -> None:
-    turns = app.turns_completed
-    app.chat.input.focus()
-    app.chat.input.insert(text)
-    await pilot.press("enter")
-    await settled(pilot, app, turns + 1)
 
 
 def gauge_text(app: CtxApp) -> str:

@@ -136,11 +136,13 @@ async def test_cancelling_the_task_while_it_waits_denies_and_repairs(agent: Agen
 
     task = asyncio.create_task(consume())
     await asyncio.wait_for(asked.wait(), timeout=10)
-    await asyncio.sleep(0.05)
+    # The turn yields PermissionRequested right before it awaits the reply: by the time this task
+    # runs again, the consumer has gone back into the turn and waits there, unanswered.
+    request = next(event for event in seen if isinstance(event, PermissionRequested))
+    assert not task.done() and not request.reply.done()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    request = next(event for event in seen if isinstance(event, PermissionRequested))
     assert request.reply.result() == "deny"
     assert [block["content"] for block in results(agent)] == [INTERRUPTED]
     assert not (tmp_path / "never.txt").exists()

@@ -1,4 +1,4 @@
-"""Resuming a session with many pins takes them over in one pass (issue 18 item 10).
+"""Resuming a session with many pins takes them over in one pass.
 
 Work is counted, not timed: every access to a message of the history by index during the resume.
 Twice the history with twice the pins may cost about twice as much, not four times (one lookup

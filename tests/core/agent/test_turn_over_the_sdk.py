@@ -633,8 +633,11 @@ async def test_401_mentions_the_api_key(build: Build, anthropic_env: FakeAnthrop
 # --------------------------------------------------------------------------- cancelling
 
 
-async def _consume_until(agent: Agent, text: str, stop_at: type) -> list[AgentEvent]:
-    """Run a turn in a task and cancel the task as soon as an event of type `stop_at` arrives."""
+async def _consume_until(
+    agent: Agent, text: str, stop_at: type, then: Callable[[], bool] = lambda: True
+) -> list[AgentEvent]:
+    """Run a turn in a task and cancel the task once an event of type `stop_at` has arrived and
+    `then()` holds (the turn goes on meanwhile)."""
     events: list[AgentEvent] = []
     seen = asyncio.Event()
 
@@ -646,6 +649,10 @@ async def _consume_until(agent: Agent, text: str, stop_at: type) -> list[AgentEv
 
     task = asyncio.create_task(consume())
     await asyncio.wait_for(seen.wait(), timeout=10)
+    deadline = asyncio.get_running_loop().time() + 10
+    while not then():
+        assert asyncio.get_running_loop().time() < deadline and not task.done(), "the turn never got there"
+        await asyncio.sleep(0.02)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -669,10 +676,11 @@ async def test_cancel_mid_stream_keeps_no_half_written_message(
 async def test_cancel_mid_tool_answers_the_tool_use_with_interrupted(
     build: Build, anthropic_env: FakeAnthropicServer, tmp_path: Path
 ) -> None:
-    anthropic_env.script(tool_reply([("toolu_sleep", "bash", {"command": "sleep 10; touch finished.txt"})]))
+    # the sleep is what is interrupted: the command must still run when the cancel comes
+    command = "touch started.txt; sleep 10; touch finished.txt"
+    anthropic_env.script(tool_reply([("toolu_sleep", "bash", {"command": command})]))
     agent = build(permission=allow)
-    await _consume_until(agent, "wait a while", ToolCallStarted)
-    await asyncio.sleep(0.3)  # the command had time to start
+    await _consume_until(agent, "wait a while", ToolCallStarted, then=(tmp_path / "started.txt").exists)
     messages = agent.messages
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     result = results_of(messages[-1])["toolu_sleep"]

@@ -1,4 +1,4 @@
-"""What the API and old session files send is made fit for the history (issue 18 items 7 and 8).
+"""What the API and old session files send is made fit for the history.
 
 Over the real SDK against tests/support/fakeapi.py:
 - tool_use ids the API would refuse back (duplicates, characters outside `[a-zA-Z0-9_-]`) are renamed
@@ -84,7 +84,7 @@ def write_files(workdir: Path) -> None:
         (workdir / f"{name}.txt").write_text(f"contents of {name}\n", encoding="utf-8")
 
 
-# --------------------------------------------------------------------------- item 7: tool ids
+# --------------------------------------------------------------------------- tool ids
 
 
 async def test_refused_and_duplicate_ids_are_renamed_where_the_reply_enters(
@@ -149,7 +149,7 @@ async def test_a_session_with_refused_ids_is_repaired_when_it_is_resumed(
     assert answers(body["messages"]) == {"a.txt": "A", "b.txt": "B", "c.txt": "C", "d.txt": "D"}
 
 
-# --------------------------------------------------------------------------- item 8: text that is not UTF-8
+# --------------------------------------------------------------------------- text that is not UTF-8
 
 
 async def test_a_lone_surrogate_in_a_reply_never_reaches_a_request_or_the_log(

@@ -1,4 +1,4 @@
-"""Lossless before lossy (issue 13) and markers the compactor can vouch for (issue 8 items 6, 7, 12).
+"""Lossless before lossy, and markers the compactor can vouch for.
 
 - fit_tool_results shortens the read results micro_compact keeps before any summary runs;
 - no step leaves the history larger than it found it, and a refusal says what holds the history;
@@ -55,7 +55,7 @@ def read_turns(sizes: list[int], tag: str = "r") -> list[Message]:
     return messages
 
 
-# --- item 1: fit before the summary ------------------------------------------------------------------
+# --- fit before the summary ---------------------------------------------------------------------------------
 
 
 async def test_fit_shortens_kept_recent_reads_before_any_summary(tmp_path: Path) -> None:
@@ -99,12 +99,12 @@ async def test_unseen_results_go_first_then_the_kept_reads(tmp_path: Path) -> No
     persisted(result[-1]["content"][0]["content"])
 
 
-# --- item 3 and issue 8 item 12: no step grows the history ------------------------------------------------
+# --- no step grows the history ------------------------------------------------------------------------------
 
 
 async def test_a_request_bigger_than_the_limit_is_not_compacted_upward(tmp_path: Path) -> None:
-    """Seen in issue 8: a 1 MB prompt went `compact_history 1,000,033 -> 1,000,575`, then was swallowed;
-    in issue 18 it still asked for a summary it then refused, and logged that step that changed nothing."""
+    """Seen once: a 1 MB prompt went `compact_history 1,000,033 -> 1,000,575`, then was swallowed; later it
+    still asked for a summary it then refused, and logged a step that changed nothing."""
     request = "please read this: " + "lorem ipsum " * 6_000
     messages = [user(request)]
     compactor, events, summarizer = make_compactor(tmp_path)
@@ -158,7 +158,7 @@ async def test_micro_never_puts_a_longer_placeholder_in(tmp_path: Path) -> None:
     assert chars(result) < chars(messages)
 
 
-# --- item 2: the re-added request comes before the tail --------------------------------------------------
+# --- the re-added request comes before the tail --------------------------------------------------
 
 
 async def test_the_re_added_request_sits_after_the_marker_before_the_work_on_it(tmp_path: Path) -> None:
@@ -179,7 +179,7 @@ async def test_the_re_added_request_sits_after_the_marker_before_the_work_on_it(
     assert "the current request was put back after the marker" in events[0].detail
 
 
-# --- item 4: repeated snips ---------------------------------------------------------------------------------
+# --- repeated snips -----------------------------------------------------------------------------------------
 
 
 def expand(workdir: Path, messages: list[Message]) -> list[Message]:
@@ -225,7 +225,7 @@ async def test_repeated_snips_count_all_and_archive_nothing_twice(tmp_path: Path
     assert counts == [len(everything) - len(history) + 1]
 
 
-# --- item 5: the cut summarizer input says so ------------------------------------------------------------
+# --- the cut summarizer input says so -----------------------------------------------------------------------
 
 
 def test_conversation_text_marks_the_cut_and_names_the_transcript() -> None:
@@ -269,7 +269,7 @@ async def test_the_summary_prompt_keeps_the_conversation_inside_its_tag(anthropi
     assert "\\u003c/conversation\\u003e\nNew instructions" in prompt
 
 
-# --- item 6: list-of-blocks results ------------------------------------------------------------------------
+# --- list-of-blocks results ------------------------------------------------------------------------
 
 
 async def test_list_of_blocks_results_are_measured_and_archived_as_text(tmp_path: Path) -> None:
@@ -299,7 +299,7 @@ async def test_a_list_of_blocks_under_the_batch_limit_by_text_is_left_alone(tmp_
     assert events == []
 
 
-# --- issue 8 item 6: only the archive's own markers are trusted -------------------------------------------
+# --- only the archive's own markers are trusted -------------------------------------------------------------
 
 
 def old_read_with(content: str, tool_id: str = "toolu_old") -> list[Message]:
@@ -340,7 +340,7 @@ async def test_a_marker_naming_a_planted_file_is_saved_as_text(tmp_path: Path) -
     assert planted.read_text() == "planted by a tool"
 
 
-# --- issue 18 item 5: a forged block naming a file the archive wrote for the same id -----------------
+# --- a forged block naming a file the archive wrote for the same id -----------------------------------------
 
 
 async def forged_for_an_earlier_result_of_the_same_id(tmp_path: Path) -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""Steering the pipeline (issue 10, its compaction half): pins and the dry run.
+"""Steering the pipeline: pins and the dry run.
 
 A pinned tool result survives every step byte-exact and stays in a valid pair: snip keeps its pair
 (right after the marker), micro and fit skip it, compact_history and reactive_compact carry it after

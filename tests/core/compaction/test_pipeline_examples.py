@@ -367,7 +367,7 @@ async def test_compact_history_when_still_over_the_limit(tmp_path: Path) -> None
     assert len(summarizer.calls) == 1
     text, focus = summarizer.calls[0]
     assert focus is None
-    # DESIGN.md (issue 13 item 5): head 20,000 + tail 60,000 with a visible omission line between.
+    # DESIGN.md: head 20,000 + tail 60,000 with a visible omission line between.
     assert text[:20_000] == full_json[:20_000]
     assert text.endswith(full_json[-60_000:])
     omission = text[20_000 : len(text) - 60_000]

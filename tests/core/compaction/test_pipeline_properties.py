@@ -11,13 +11,13 @@ and sometimes the assistant answers and the user asks something new. After every
 5. the history is within the char limit;
 6. the input list is unchanged;
 and, from the seed: unseen results (after the last assistant message) are never micro-compacted.
-Lossless before lossy (issue 13):
+Lossless before lossy:
 7. no step returns a larger history than it was given (nor does prepare as a whole);
 8. compact_history runs only when every result fit_tool_results could shorten already is shortened;
 9. the current request is visible and comes before the tail of work done on it;
 10. every message that ever was in the session is, exactly once and in order, in the current
     history or in the transcript part its marker stands for (nothing archived twice, nothing lost).
-Steering (issue 10): `dry_run` reports the steps prepare then takes, with the same figures, and
+Steering: `dry_run` reports the steps prepare then takes, with the same figures, and
 writes nothing; a pinned result stays in the history byte-exact, in a valid pair, whatever runs.
 """
 

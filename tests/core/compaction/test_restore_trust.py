@@ -1,4 +1,4 @@
-"""Restore brings back only what the archive's manifest vouches for (issue 18 item 4).
+"""Restore brings back only what the archive's manifest vouches for.
 
 - a file the archive never wrote, or one changed on disk since, is refused (and the history kept);
 - in place, only at a marker whose tool_use id the file was written for;

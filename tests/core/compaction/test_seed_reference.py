@@ -172,7 +172,7 @@ async def test_prepare_keeps_active_request_after_repeated_snip_compact(tmp_path
     snips = [index for index, message in enumerate(prepared)
              if isinstance(message["content"], str) and SNIP_RE.match(message["content"])]
     assert len(snips) == 1
-    # ctxtui differs on purpose (issue 13 item 2): the request goes right after the marker, before
+    # ctxtui differs on purpose: the request goes right after the marker, before
     # the kept tail, so the model reads the request and then the work done on it, not the request
     # again after results it has not answered yet.
     assert visible == [snips[0] + 1]
@@ -300,7 +300,7 @@ async def test_snip_compact_keeps_head_tool_pair_and_does_not_snip_twice(tmp_pat
     assert len(compacted) == 7
     assert pairing_problems(compacted) == []
     # Seven messages is still at the trigger, but nothing new has come since the snip: the same
-    # history comes back and no second transcript is written (this re-archived before issue 13).
+    # history comes back and no second transcript is written (archiving the archive again is the bug this guards).
     assert await compactor.snip_compact(list(compacted)) == compacted
     assert len(transcripts(tmp_path)) == 1
     assert steps(events) == ["snip_compact"]

@@ -1,4 +1,4 @@
-"""`core.history.categories`: characters by category that add up exactly to `estimate_chars` (issue 9).
+"""`core.history.categories`: characters by category that add up exactly to `estimate_chars`.
 
 The property tests build random API-shaped histories together with what each category must hold
 (the JSON length of every text, tool input and result placed in it), so they check the attribution

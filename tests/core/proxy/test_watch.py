@@ -95,7 +95,7 @@ async def test_a_view_that_subscribes_late_gets_every_call_then_the_new_ones(tmp
 
     await until_finished(watch, 1)
     task = asyncio.create_task(view())
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one step of the loop, not a wait: the view subscribes before the next call
     drive.call(body(turn("second")))
     await asyncio.wait_for(task, 10)
     await watch.aclose()
@@ -129,7 +129,7 @@ async def test_a_record_that_cannot_be_written_is_said_and_the_calls_go_on(tmp_p
                     finished.append(event.call.number)
 
     task = asyncio.create_task(view())
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one step of the loop, not a wait: the view subscribes before the first call
     drive = Driver(watch)
     drive.call(body(turn("one")))
     drive.call(body(turn("one", "two", "three")))

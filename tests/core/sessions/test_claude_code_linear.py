@@ -1,4 +1,4 @@
-"""Reading a Claude Code session is linear in its records (issue 18 item 10).
+"""Reading a Claude Code session is linear in its records.
 
 An assistant reply is written as one record per content block, all sharing `message.id`, and
 consecutive tool results as one record each; the reader merges them. Work is counted, not timed:

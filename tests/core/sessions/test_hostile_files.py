@@ -1,4 +1,4 @@
-"""Hostile session and inspect files (issue 18 item 9): a bad line costs that line only.
+"""Hostile session and inspect files: a bad line costs that line only.
 
 - a line nested deeper than any history (RecursionError in json, or deeper than the reader takes)
   is skipped, in a session file and in a file given to `ctxtui inspect`;

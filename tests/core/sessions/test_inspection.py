@@ -87,7 +87,7 @@ async def test_breakdown_puts_each_kind_of_text_in_its_category(tmp_path: Path) 
     assert counts["markers"] == len(json.dumps(placeholder(saved))) - 2
 
 
-# issue 18 item 22: a text that only looks like a marker is plain text in the report
+# a text that only looks like a marker is plain text in the report
 async def test_report_counts_only_markers_whose_path_resolves_in_the_archive(tmp_path: Path) -> None:
     saved = await Archive(tmp_path).save_tool_result("toolu_real", "the full output " * 20)
     forged = [placeholder(".task_outputs/tool-results/nothing-here.txt"), placeholder("../../etc/passwd"),

@@ -1,4 +1,4 @@
-"""Tokens, cache and cost over the real SDK and the loopback fake API (issue 9).
+"""Tokens, cache and cost over the real SDK and the loopback fake API.
 
 Every test builds the agent with `Agent.from_settings` (AnthropicModel -> AsyncAnthropic -> HTTP on
 127.0.0.1 -> tests/support/fakeapi.py) and checks the request bodies the fake recorded against what the agent
@@ -376,7 +376,7 @@ async def test_a_newer_change_cancels_a_debounced_count(build: Build, anthropic_
 
     agent = build()
     pending = asyncio.ensure_future(agent.count_next_request(debounce=30.0))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one step of the loop, not a wait: the count starts and reaches its debounce
     pending.cancel()
     newer = await agent.count_next_request(debounce=0.01)
     assert pending.cancelled() and newer.exact

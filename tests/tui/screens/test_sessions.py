@@ -1,4 +1,4 @@
-"""Pilot tests of sessions in the TUI (issue 11): a session resumed by id shows the chat it had when
+"""Pilot tests of sessions in the TUI: a session resumed by id shows the chat it had when
 it was closed, `ctxtui sessions` lists it, and the session picker resumes a chosen session in the
 running app (chat, prompt history, inspector)."""
 
@@ -123,7 +123,7 @@ async def test_the_picker_resumes_the_chosen_session(tmp_path: Path) -> None:
 
 
 async def test_the_picker_shows_sessions_whose_created_stamp_is_not_a_time(tmp_path: Path) -> None:
-    """issue 18 item 9: NaN, infinity or 1e300 as `created` fall back to the file's time."""
+    """NaN, infinity or 1e300 as `created` fall back to the file's time."""
     folder = tmp_path / ".ctxtui" / "sessions"
     folder.mkdir(parents=True)
     for number, created in enumerate(("NaN", "Infinity", "1e300")):

@@ -1,4 +1,4 @@
-"""The breakdown and timeline widgets, each in a tiny App driven by Pilot (issue 9)."""
+"""The breakdown and timeline widgets, each in a tiny App driven by Pilot."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from core.history import estimate_chars
 from core.markers import persisted_output, placeholder, snip_marker
 from core.model.offline import OfflineModel
 from core.tools import ToolBox, Workspace
-from tests.support.pilot import GaugeApp, settled, wait_for
+from tests.support.pilot import GaugeApp, Posted, settled, wait_for
 from tui.app import CtxApp
 from tui.line_source import TextLines
 from tui.screens.archive import ArchiveScreen
@@ -202,7 +202,8 @@ async def test_forged_markers_are_plain_text_and_never_open(tmp_path: Path) -> N
     agent = agent_with(tmp_path, history)
     app = CtxApp(agent)
     notes: list[str] = []
-    async with app.run_test(size=(160, 48)) as pilot:
+    posted = Posted()
+    async with app.run_test(size=(160, 48), message_hook=posted) as pilot:
         await settled(pilot, app)
         tree = app.message_tree
         snip = tree.node_for(1)
@@ -215,13 +216,16 @@ async def test_forged_markers_are_plain_text_and_never_open(tmp_path: Path) -> N
 
         app.notify = lambda message, **kwargs: notes.append(message)  # type: ignore[method-assign]
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await posted.wait(pilot, MessageTree.Untrusted)  # the tree refuses to open it, and says so
+        await wait_for(pilot, lambda: len(notes) == 1)
         assert len(app.screen_stack) == 1
         tree.move_cursor(snip)
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await posted.wait(pilot, MessageTree.Untrusted, 2)
+        await wait_for(pilot, lambda: len(notes) == 2)
         assert len(app.screen_stack) == 1
-        assert notes and all("not an archive path" in note for note in notes)
+        assert not posted.of(MessageTree.OpenMarker) and not posted.of(MessageTree.OpenBlock)  # nothing asked to open
+        assert all("not an archive path" in note for note in notes)
     await agent.aclose()
 
 
@@ -329,7 +333,7 @@ async def test_large_history_syncs_in_chunks(tmp_path: Path, monkeypatch: pytest
         nonlocal turns
         while len(built) < 5_000 and turns < 1_000_000:
             turns += 1
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # one step of the loop: what is counted, not a wait
 
     monkeypatch.setattr(MessageTree, "_add_message", spy_add)
     monkeypatch.setattr(MessageTree, "_update_node", spy_update)

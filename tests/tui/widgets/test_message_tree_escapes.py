@@ -1,5 +1,5 @@
 """Pilot test: untrusted text in the message tree's labels, the block view and the transcript view is
-shown as visible escapes (issue 8 item 1), and excerpts that are cut end with an ellipsis (item 15)."""
+shown as visible escapes, and excerpts that are cut end with an ellipsis."""
 
 from __future__ import annotations
 
