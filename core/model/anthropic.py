@@ -207,7 +207,7 @@ class AnthropicModel:
             return None
         if self.thinking == "off":
             return {"type": "disabled"} if _supported(capabilities, "thinking", "types", "disabled") else None
-        if _supported(capabilities, "thinking", "supported") and _supported(capabilities, "thinking", "types", "adaptive"):
+        if _supported(capabilities, "thinking") and _supported(capabilities, "thinking", "types", "adaptive"):
             return {"type": "adaptive"}
         return None
 
