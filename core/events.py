@@ -124,14 +124,12 @@ class CompactionStep:
         return self.chars_before - self.chars_after
 
     def describe(self) -> str:
-        """One line, as printed on stderr by `ctxtui -p`."""
+        """One line, as printed on stderr by `ctxtui -p` (its cache cost is `cost_line`, which `-v` adds)."""
         files = ", ".join(self.files_written) if self.files_written else "-"
-        line = (
+        return (
             f"[{self.step}] {self.chars_before:,} -> {self.chars_after:,} chars, "
             f"{self.messages_affected} message(s) affected, files: {files}"
         )
-        cost = cache_cost_line(self.cache_invalidated_tokens, self.break_even_calls)
-        return f"{line}; {cost}" if cost else line
 
     def cost_line(self) -> str:
         """What the step saved and what it cost the cache, in one line (empty offline)."""

@@ -179,6 +179,8 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False, output
                 print_err(f"ctxtui: {event.message}")
             elif output_format == "text" and isinstance(event, CompactionStep | CompactionHeld):
                 print_err(event.describe())
+                if verbose and isinstance(event, CompactionStep) and event.cost_line():
+                    print_err(f"cache: {event.cost_line()}")
             elif verbose and isinstance(event, ToolCallStarted):
                 print_err(f"tool {event.name} {event.input}")
             elif verbose and isinstance(event, ToolCallFinished):
