@@ -123,9 +123,10 @@ def test_no_step_or_steering_action_edits_a_thinking_block(messages: list[Messag
 
 def test_the_ledger_names_each_kind_of_refusal() -> None:
     block = SIGNER.sign(MODEL, {"type": "thinking", "thinking": "a thought"})
-    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [block, {"type": "text", "text": "x"}]}]
+    reply: list[dict[str, Any]] = [block, {"type": "text", "text": "x"}]
+    history: list[Message] = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": reply}]
     ledger = ThinkingLedger()
-    ledger.received(history[1]["content"], MODEL)
+    ledger.received(reply, MODEL)
     assert ledger.problem(history, MODEL) is None
     changed = [history[0], {"role": "assistant", "content": [{**block, "thinking": "another"}]}]
     assert "changed since the API returned it" in (ledger.problem(changed, MODEL) or "")

@@ -107,15 +107,16 @@ async def test_a_changed_thinking_block_is_refused_by_the_api_as_documented(
         reply = await client.messages.create(model=MODEL, max_tokens=100, thinking={"type": "adaptive"},
                                              messages=[{"role": "user", "content": "hi"}])
         block = reply.content[0].model_dump()
+
+        def replay(thought: dict[str, Any]) -> Any:
+            return [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [thought]},
+                    {"role": "user", "content": "and?"}]
+
         for changed in ({**block, "thinking": "step two"}, {**block, "signature": block["signature"][:-4] + "AAAA"}):
             with pytest.raises(anthropic.BadRequestError, match=r"messages\.1\.content\.0: Invalid `signature`"):
-                await client.messages.create(model=MODEL, max_tokens=100, messages=[
-                    {"role": "user", "content": "hi"}, {"role": "assistant", "content": [changed]},
-                    {"role": "user", "content": "and?"}])
+                await client.messages.create(model=MODEL, max_tokens=100, messages=replay(changed))
         with pytest.raises(anthropic.BadRequestError, match="Invalid `signature`"):  # bound to its model
-            await client.messages.create(model="claude-opus-5-5", max_tokens=100, messages=[
-                {"role": "user", "content": "hi"}, {"role": "assistant", "content": [block]},
-                {"role": "user", "content": "and?"}])
+            await client.messages.create(model="claude-opus-5-5", max_tokens=100, messages=replay(block))
     finally:
         await client.close()
 

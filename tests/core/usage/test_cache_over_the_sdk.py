@@ -27,11 +27,12 @@ from core.events import (
     TurnFinished,
 )
 from core.usage.prices import price_for
-from core.usage.timeline import describe_sample
+from core.usage.timeline import TokenCount, describe_sample
 from tests.support.fakeapi import (
     FakeAnthropicServer,
     FakeClock,
     MessageReply,
+    error_reply,
     settings_for,
     text_reply,
     tool_reply,
@@ -74,6 +75,12 @@ def streamed(server: FakeAnthropicServer) -> list[dict[str, Any]]:
     return [body for body in server.message_requests() if body.get("stream") is True]
 
 
+def n(value: int | None) -> int:
+    """A usage figure the API gave (online, answered: never None)."""
+    assert value is not None
+    return value
+
+
 def turns(agent: Agent) -> list[Any]:
     return [sample for sample in agent.timeline if sample.kind == "turn"]
 
@@ -101,17 +108,18 @@ async def test_first_call_then_the_prefix_is_read_and_every_part_is_priced(
     assert of(events, TurnFinished)[0].error is None
     first, second = agent.timeline
     assert first.cache_miss == CacheMiss("first_call", None, None, None)
-    assert second.cache_miss is None and second.cache_read_tokens == first.cache_creation_tokens > 0
+    assert second.cache_miss is None and n(second.cache_read_tokens) == n(first.cache_creation_tokens) > 0
     for sample in (first, second):
         parts = sample.cost_parts
         assert parts is not None and PRICE is not None and sample.cost == pytest.approx(parts.total)
-        assert parts.input == pytest.approx(sample.input_tokens * PRICE.input / 1e6)
-        assert parts.cache_write == pytest.approx(sample.cache_creation_tokens * PRICE.cache_write / 1e6)
-        assert parts.cache_read == pytest.approx(sample.cache_read_tokens * PRICE.cache_read / 1e6)
-        assert parts.output == pytest.approx(sample.output_tokens * PRICE.output / 1e6)
+        assert parts.input == pytest.approx(n(sample.input_tokens) * PRICE.input / 1e6)
+        assert parts.cache_write == pytest.approx(n(sample.cache_creation_tokens) * PRICE.cache_write / 1e6)
+        assert parts.cache_read == pytest.approx(n(sample.cache_read_tokens) * PRICE.cache_read / 1e6)
+        assert parts.output == pytest.approx(n(sample.output_tokens) * PRICE.output / 1e6)
         assert sample.cache_ttl == "5m" and sample.timing == "eager"
         assert sample.cache_expires_at == pytest.approx((sample.started_at or 0) + 300)
-    assert second.hit_rate == pytest.approx(second.cache_read_tokens / (first.prompt_tokens + second.prompt_tokens))
+    total = n(first.prompt_tokens) + n(second.prompt_tokens)
+    assert second.hit_rate == pytest.approx(n(second.cache_read_tokens) / total)
     # diagnostics: the first request opts in without a previous id, the second names the first reply
     bodies = streamed(anthropic_env)
     assert bodies[0]["diagnostics"] == {"previous_message_id": None}
@@ -136,7 +144,8 @@ async def test_five_minutes_later_the_cache_is_cold(build: Build, anthropic_env:
     clock.advance(301)
     await run(agent, "third")
     cold = agent.timeline[2]
-    assert cold.cache_miss == CacheMiss("ttl_expired", None, None, warm.cache_read_tokens + warm.cache_creation_tokens)
+    assert cold.cache_miss == CacheMiss("ttl_expired", None, None,
+                                        n(warm.cache_read_tokens) + n(warm.cache_creation_tokens))
     assert cold.cache_read_tokens == 0 and cold.cache_creation_tokens  # the fake's cache expired too
     assert cold.api_miss_reason == "none"  # the API's diagnosis compares structure only: it agrees
 
@@ -155,7 +164,7 @@ async def test_one_hour_ttl_is_sent_kept_for_an_hour_and_priced_at_twice_input(
     first, second = agent.timeline
     assert second.cache_miss is None and second.cache_read_tokens == first.cache_creation_tokens
     assert PRICE is not None and first.cost_parts is not None
-    assert first.cost_parts.cache_write == pytest.approx(first.cache_creation_tokens * 2 * PRICE.input / 1e6)
+    assert first.cost_parts.cache_write == pytest.approx(n(first.cache_creation_tokens) * 2 * PRICE.input / 1e6)
     assert second.cache_expires_at == pytest.approx((second.started_at or 0) + 3600)
     clock.advance(3601)
     await run(agent, "third")
@@ -187,8 +196,9 @@ async def test_a_step_that_rewrites_the_prefix_names_itself_and_its_cost(
     assert miss.api_reason == "messages_changed" and miss.agrees
     assert step.cache_invalidated_tokens == miss.tokens and miss.tokens
     before = agent.timeline[agent.timeline.index(after) - 1]
-    assert miss.tokens < before.cache_read_tokens + before.cache_creation_tokens
-    assert after.cache_read_tokens < before.cache_read_tokens + before.cache_creation_tokens  # the fake missed too
+    cached = n(before.cache_read_tokens) + n(before.cache_creation_tokens)
+    assert miss.tokens < cached
+    assert n(after.cache_read_tokens) < cached  # the fake missed too
     assert PRICE is not None and step.saved_tokens
     assert step.break_even_calls == pytest.approx(
         miss.tokens * (PRICE.cache_write - PRICE.cache_read) / (step.saved_tokens * PRICE.cache_read), rel=1e-3)
@@ -212,9 +222,9 @@ async def test_system_tools_and_model_changes_are_named_and_the_api_agrees(
     assert (system.cache_miss.cause, system.cache_miss.path, system.cache_miss.by) == ("system_changed", "system", None)
     assert (tools.cache_miss.cause, tools.cache_miss.path) == ("tools_changed", "tools")
     assert model.cache_miss.cause == "model_changed"
-    assert [s.cache_miss.api_reason for s in (system, tools, model)] == [
-        "system_changed", "tools_changed", "model_changed"]
-    assert all(s.cache_miss.tokens for s in (system, tools, model))
+    misses = [system.cache_miss, tools.cache_miss, model.cache_miss]
+    assert [miss.api_reason for miss in misses] == ["system_changed", "tools_changed", "model_changed"]
+    assert all(miss.tokens for miss in misses)
 
 
 async def test_the_apis_diagnosis_is_shown_beside_ours_and_a_disagreement_is_said(
@@ -315,7 +325,7 @@ async def test_the_preview_prices_a_step_as_it_will_cost(
     agent.auto_compact = True
     (preview,) = [step for step in await agent.preview() if step.step == "micro_compact"]
     forecast, count = [item async for item in agent.forecast()]
-    assert isinstance(forecast, NextCallPreview) and count.tokens
+    assert isinstance(forecast, NextCallPreview) and isinstance(count, TokenCount) and count.tokens
     assert forecast.steps and forecast.timing == "eager" and forecast.held == ()
     events = await run(agent, "next")
     (ran,) = [step for step in of(events, CompactionStep) if step.step == "micro_compact"]
@@ -323,3 +333,18 @@ async def test_the_preview_prices_a_step_as_it_will_cost(
     assert preview.break_even_calls == pytest.approx(ran.break_even_calls)
     assert [step.cache_invalidated_tokens for step in forecast.steps if step.step == "micro_compact"] == [
         ran.cache_invalidated_tokens]
+
+
+async def test_an_endpoint_that_refuses_the_diagnostics_field_is_asked_again_without_it(
+    build: Build, anthropic_env: FakeAnthropicServer
+) -> None:
+    anthropic_env.script(error_reply(400, "invalid_request_error", "diagnostics: Extra inputs are not permitted"),
+                         text_reply("answered"), text_reply("again"))
+    agent = build()
+    events = await run(agent, "hello")
+    assert of(events, TurnFinished)[0].error is None and of(events, TurnFinished)[0].text == "answered"
+    refused, retried = streamed(anthropic_env)
+    assert "diagnostics" in refused and "diagnostics" not in retried
+    await run(agent, "more")
+    assert "diagnostics" not in streamed(anthropic_env)[2]  # not asked for again in this session
+    assert agent.timeline[-1].api_miss_reason is None

@@ -160,7 +160,7 @@ def test_a_change_costs_the_cached_tail_once_and_nothing_when_cold() -> None:
     ratio = 10_000 / request.chars
     late, saved = tracker.cost((6, 0), 1_000, price, 10.0)
     assert late == round(request.chars_from(request.index_of((6, 0))) * ratio)
-    assert saved == pytest.approx(late * 1.15 / (1_000 * ratio * 0.10))
+    assert late is not None and saved == pytest.approx(late * 1.15 / (1_000 * ratio * 0.10))
     tracker.change((6, 0), "micro_compact")
     assert tracker.cost((8, 0), 500, price, 10.0)[0] == 0  # inside what was already given up
     early, _ = tracker.cost((2, 0), 500, price, 10.0)
