@@ -32,8 +32,8 @@ from core.events import (
 from core.model.base import Model, ModelResponse, SummaryUsage
 from core.usage.cache import CacheTracker, Clock, break_even_calls
 from core.usage.counting import estimate_request, model_window
-from core.usage.fingerprint import Fingerprinter, Position, PrefixPrint, message_digests
-from core.usage.miss import agrees
+from core.usage.fingerprint import Fingerprinter, Position, PrefixPrint, message_digests, prefix_change
+from core.usage.miss import PrefixChange, agrees
 from core.usage.prices import Usage, price_for
 from core.usage.timeline import ContextSample, Timeline
 
@@ -99,9 +99,11 @@ class Economics:
             sample = self.timeline.summary(event.usage, event.chars, self.clock())
             return ContextSampled(sample, self.timeline.session_cost)
         if isinstance(event, CompactionStep):
+            self.timeline.note_step(event.step, event.saved)
+            if not self.online:
+                return event  # no cache offline: nothing to price or follow
             priced = self.priced_step(event, self.tracker)
             self.tracker.change(event.changed_at, by or event.step)
-            self.timeline.note_step(event.step, event.saved)
             return priced
         return event
 
@@ -116,6 +118,8 @@ class Economics:
 
     def priced(self, steps: Sequence[CompactionStep]) -> list[CompactionStep]:
         """Steps that have not happened (a preview), priced in order as if they did."""
+        if not self.online or self.tracker.base is None:
+            return list(steps)  # nothing known of a cache: nothing to price
         tracker = self.tracker.copy()
         priced = []
         for step in steps:
@@ -127,7 +131,7 @@ class Economics:
               before_chars: int | None = None) -> HistoryChanged | None:
         """A change of the history outside the pipeline (a steering action `by`, or None: the user's
         turn rewrote its request): followed, and priced when `before_chars` is given."""
-        if changed is None or not changed.changes:
+        if changed is None or not changed.changes or not self.online:
             return changed
         position = self._position(changed, history)
         if before_chars is not None and self.online:
@@ -223,7 +227,10 @@ class Economics:
         self._held = ()
         if self.online:
             request = self._prints.print(self.model.name, system, tools, messages)
-            sample = replace(sample, cache_miss=self.tracker.miss(request, now))
+            miss = self.tracker.miss(request, now)
+            base = self.tracker.base
+            change = prefix_change(base, request) if miss is not None and base is not None else None
+            sample = replace(sample, cache_miss=miss, prefix_change=PrefixChange(*change) if change else None)
             if self.timing == "cache-aware":
                 self._estimate = await asyncio.to_thread(estimate_request, self.tokens, system, messages, tools)
             self._pending = (request, now, sample)
@@ -236,7 +243,7 @@ class Economics:
         done = self.timeline.finish(None if response is None else response.usage, error)
         events: list[AgentEvent] = []
         if response is None or pending is None:
-            done = self.timeline.amend(replace(done, cache_miss=None))
+            done = self.timeline.amend(replace(done, cache_miss=None, prefix_change=None))
             return [ContextSampled(done, self.timeline.session_cost)]
         request, started, _ = pending
         usage = Usage.from_mapping(response.usage)
@@ -260,7 +267,7 @@ class Economics:
         """The call never ended (the turn was cancelled or closed)."""
         if self.timeline.abandon(reason) is not None:
             self._pending = None
-            self.timeline.amend(replace(self.timeline.samples[-1], cache_miss=None))
+            self.timeline.amend(replace(self.timeline.samples[-1], cache_miss=None, prefix_change=None))
 
 
 __all__ = ["COMPACTION_REASONS", "Economics", "api_reason"]

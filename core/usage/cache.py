@@ -100,16 +100,20 @@ class CacheTracker:
         return invalidated, break_even_calls(invalidated, saved_chars * ratio, price, self.ttl)
 
     def change(self, position: Position | None, by: str | None) -> None:
-        """The history changed from `position` on (None: nothing changed) because of `by`."""
-        if position is None:
+        """The history changed from `position` on (None: nothing changed) because of `by` (before any
+        answered request there is nothing cached to follow)."""
+        if position is None or self.base is None:
             return
         self.changes.append(_Change(position, by))
         if self.frontier is None or position < self.frontier:
             self.frontier = position
 
     def copy(self) -> CacheTracker:
-        """A copy to follow changes that have not happened (a preview)."""
-        return copy.deepcopy(self)
+        """A copy to follow changes that have not happened (a preview): the prints are shared (they
+        never change), the changes copied."""
+        twin = copy.copy(self)
+        twin.changes = list(self.changes)
+        return twin
 
     # --- a call ------------------------------------------------------------------------------------
 

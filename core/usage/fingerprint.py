@@ -19,7 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.history.messages import result_text
 from core.history.sizes import dumps
+from core.text import one_line
 
 Position = tuple[int, int]
 """(message index, block index) in a request's messages; block 0 for string content."""
@@ -34,6 +36,7 @@ class BlockPrint:
     digest: bytes
     chars: int
     whole: bool = False  # a message whose content is a string (its path has no ".content.J")
+    label: str = ""  # what the block is, in a few words (its text is untrusted: data, never markup)
 
     @property
     def path(self) -> str:
@@ -111,6 +114,20 @@ def message_digests(message: Any) -> tuple[bytes, ...]:
     return (_digest(role, content)[0],)
 
 
+def block_label(role: str, value: Any) -> str:
+    """A block in a few words: its role and type, its id, and the start of its text."""
+    if not isinstance(value, dict):
+        return f"{role} text {one_line(str(value), 60)!r}"
+    kind = str(value.get("type", "block"))
+    ident = value.get("id") or value.get("tool_use_id") or value.get("name") or ""
+    text = value.get("text") or value.get("thinking") or value.get("description") or ""
+    if kind == "tool_result":
+        text = result_text(value.get("content", ""))
+    elif kind == "tool_use":
+        text = dumps(value.get("input"))
+    return f"{role} {kind}{' ' + str(ident) if ident else ''} {one_line(str(text), 60)!r}".strip()
+
+
 def _digest(role: str, value: Any) -> tuple[bytes, int]:
     text = dumps(value)
     return hashlib.blake2b(f"{role}\0{text}".encode("utf-8", "surrogatepass"), digest_size=16).digest(), len(text)
@@ -120,35 +137,47 @@ class Fingerprinter:
     """Makes `PrefixPrint`s, hashing each message once (by identity; messages are never mutated)."""
 
     def __init__(self) -> None:
-        self._memo: dict[int, tuple[Any, tuple[tuple[bytes, int, bool], ...]]] = {}
+        self._memo: dict[int, tuple[Any, tuple[tuple[bytes, int, bool, str], ...]]] = {}
 
-    def _message_blocks(self, message: Any) -> tuple[tuple[bytes, int, bool], ...]:
+    def _message_blocks(self, message: Any) -> tuple[tuple[bytes, int, bool, str], ...]:
         known = self._memo.get(id(message))
         if known is not None and known[0] is message:
             return known[1]
         role = str(message.get("role")) if isinstance(message, dict) else ""
         content = message.get("content") if isinstance(message, dict) else message
         if isinstance(content, list):
-            parts = tuple((*_digest(role, block), False) for block in content)
-        else:
-            parts = ((*_digest(role, content), True),)
-        return parts
+            return tuple((*_digest(role, block), False, block_label(role, block)) for block in content)
+        return ((*_digest(role, content), True, block_label(role, content)),)
 
     def print(self, model: str, system: Any, tools: Sequence[Any], messages: Sequence[Any]) -> PrefixPrint:
         """The print of a request (cache_control marks are not part of what is sent here)."""
         blocks: list[BlockPrint] = []
         for index, tool in enumerate(tools):
-            blocks.append(BlockPrint("tools", (index, 0), *_digest("tool", tool)))
+            blocks.append(BlockPrint("tools", (index, 0), *_digest("tool", tool), label=block_label("tool", tool)))
         if system:
-            blocks.append(BlockPrint("system", (0, 0), *_digest("system", system)))
-        memo: dict[int, tuple[Any, tuple[tuple[bytes, int, bool], ...]]] = {}
+            blocks.append(BlockPrint("system", (0, 0), *_digest("system", system), label=block_label("system", system)))
+        memo: dict[int, tuple[Any, tuple[tuple[bytes, int, bool, str], ...]]] = {}
         for message_index, message in enumerate(messages):
             parts = self._message_blocks(message)
             memo[id(message)] = (message, parts)
-            for block_index, (digest, chars, whole) in enumerate(parts):
-                blocks.append(BlockPrint("messages", (message_index, block_index), digest, chars, whole))
+            for block_index, (digest, chars, whole, label) in enumerate(parts):
+                blocks.append(BlockPrint("messages", (message_index, block_index), digest, chars, whole, label))
         self._memo = memo  # only the messages of the newest request are kept
         return PrefixPrint(model, tuple(blocks), len(messages))
 
 
-__all__ = ["BlockPrint", "Fingerprinter", "Position", "PrefixPrint", "message_digests"]
+def prefix_change(before: PrefixPrint, after: PrefixPrint) -> tuple[str, str, str] | None:
+    """(path, what was there, what is there now) at the first block where `after` leaves `before`'s
+    prefix; None when it does not."""
+    index = before.first_difference(after)
+    old = before.block_at(index) if index is not None else None
+    if old is None or index is None:
+        return None
+    new = after.block_at(index)
+    if after.model != before.model:
+        return "model", before.model, after.model
+    now = f"{new.label} ({new.chars:,} chars)" if new is not None else "(nothing: the request ends before it)"
+    return old.path, f"{old.label} ({old.chars:,} chars)", now
+
+
+__all__ = ["BlockPrint", "Fingerprinter", "Position", "PrefixPrint", "block_label", "message_digests", "prefix_change"]

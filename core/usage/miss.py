@@ -63,6 +63,16 @@ class CacheMiss:
         return text
 
 
+@dataclass(frozen=True)
+class PrefixChange:
+    """The diff of a request from the previous one where its cached prefix was left: the place, and
+    the block that was there and the one there now, each in a few words (untrusted text: data)."""
+
+    path: str
+    before: str
+    after: str
+
+
 def agrees(cause: str | None, api_reason: str | None) -> bool | None:
     """Whether our cause (None: no miss) and the API's answer agree, where the API answered: its
     reason's type, or None for "no divergence" (the response's `diagnostics` was null). None when its
@@ -73,4 +83,4 @@ def agrees(cause: str | None, api_reason: str | None) -> bool | None:
     return ours == api_reason
 
 
-__all__ = ["API_DIAGNOSES", "MISS_CAUSES", "CacheMiss", "MissCause", "agrees"]
+__all__ = ["API_DIAGNOSES", "MISS_CAUSES", "CacheMiss", "MissCause", "PrefixChange", "agrees"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from core.text import one_line, visible
-from core.usage.miss import CacheMiss
+from core.usage.miss import CacheMiss, PrefixChange
 from core.usage.prices import CostParts, Price, Usage
 
 CountSource = Literal["api", "estimate"]
@@ -53,7 +53,8 @@ class ContextSample:
     of the turn loop) or "summary" (a compaction's summary call, whose chars are its prompt's);
     `cost_parts` splits `cost` into uncached input, cache writes (at `cache_ttl`'s price), cache reads
     and output; `cache_miss` says why the call did not read the previous request's whole cached
-    prefix (None: it did, or the call failed) and `api_miss_reason` what the API's diagnostics said
+    prefix (None: it did, or the call failed), `prefix_change` where the request first left the
+    previous one's and what changed there, and `api_miss_reason` what the API's diagnostics said
     (its reason's type, "none" when it found no divergence, None when it said nothing);
     `started_at` is when the request went out and `cache_expires_at` when the cache it read or
     wrote goes cold (epoch seconds); `hit_rate` the session's share of prompt tokens read from the
@@ -86,6 +87,7 @@ class ContextSample:
     hit_rate: float | None = None
     timing: str | None = None
     held: tuple[str, ...] = ()
+    prefix_change: PrefixChange | None = None
 
     @property
     def prompt_tokens(self) -> int | None:

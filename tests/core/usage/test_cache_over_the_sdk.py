@@ -203,6 +203,11 @@ async def test_a_step_that_rewrites_the_prefix_names_itself_and_its_cost(
     assert step.break_even_calls == pytest.approx(
         miss.tokens * (PRICE.cache_write - PRICE.cache_read) / (step.saved_tokens * PRICE.cache_read), rel=1e-3)
     assert "micro_compact saved" in step.cost_line() and "pays back after" in step.cost_line()
+    # the diff from the previous request, as the timeline shows it for the selected call
+    change = after.prefix_change
+    assert change is not None and change.path == "messages.2.content.0"
+    assert change.before.startswith("user tool_result toolu_a 'a.txt has a line")
+    assert change.after.startswith("user tool_result toolu_a '[Earlier tool result saved at .task_outputs/")
 
 
 async def test_system_tools_and_model_changes_are_named_and_the_api_agrees(
@@ -222,6 +227,8 @@ async def test_system_tools_and_model_changes_are_named_and_the_api_agrees(
     assert (system.cache_miss.cause, system.cache_miss.path, system.cache_miss.by) == ("system_changed", "system", None)
     assert (tools.cache_miss.cause, tools.cache_miss.path) == ("tools_changed", "tools")
     assert model.cache_miss.cause == "model_changed"
+    assert system.prefix_change is not None and system.prefix_change.path == "system"
+    assert model.prefix_change is not None and model.prefix_change.before == MODEL
     misses = [system.cache_miss, tools.cache_miss, model.cache_miss]
     assert [miss.api_reason for miss in misses] == ["system_changed", "tools_changed", "model_changed"]
     assert all(miss.tokens for miss in misses)
