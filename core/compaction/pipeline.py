@@ -473,9 +473,9 @@ class Compactor:
     async def prepare_events(self, messages: Sequence[Message], active_request: str,
                              hold: bool = False) -> AsyncIterator[CompactionEvent]:
         """The pipeline before a model call, as it happens (see the module docstring); the input is
-        never mutated. A failed step ends it with an `Outcome` whose `error` is set and whose
-        messages are what the steps before it made (lossless). `hold`: only tool_result_budget runs
-        (the cache-aware timing while the cached prefix is warm: the other steps rewrite it)."""
+        never mutated. A failed step ends it with an `Outcome` whose `error` is set and whose messages
+        are what the steps before it made (lossless). `hold`: only tool_result_budget runs (the
+        cache-aware timing while the cached prefix is warm: the other steps would rewrite it)."""
         async for event in self._call(messages, lambda run: self._pipeline(run, messages, active_request, hold)):
             yield event
 
@@ -569,15 +569,12 @@ class Compactor:
         this compactor is running.
         """
         hopeless = self._hopeless_request
-        steps: list[CompactionStep] = []
         try:
-            async for event in self._call(messages, lambda run: self._pipeline(run, messages, active_request, hold),
-                                          dry=True):
-                if isinstance(event, CompactionStep):
-                    steps.append(event)
+            return [event async for event in self._call(
+                messages, lambda run: self._pipeline(run, messages, active_request, hold), dry=True)
+                if isinstance(event, CompactionStep)]
         finally:
             self._hopeless_request = hopeless
-        return steps
 
     # --- the summary ---------------------------------------------------------------------------
 
