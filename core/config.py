@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from core.compaction import CompactionSettings
 from core.config_ranges import RangeError, check_ranges, range_of
@@ -69,6 +69,10 @@ class Settings:
     summary_instructions: str = ""  # added to every summary request
     auto_compact: bool = True  # False starts with automatic compaction paused (the TUI toggles it)
     undo_depth: int = 20  # compactions undo can reverse, newest first (each keeps the history before it)
+    cache_ttl: Literal["5m", "1h"] = "5m"  # the prompt cache's TTL (cache_control ttl)
+    compaction_timing: Literal["eager", "cache-aware"] = "eager"
+    cache_ceiling_tokens: int = 0  # cache-aware: waiting steps run at this request size (0: 80% of the window)
+    thinking: Literal["off", "adaptive"] = "adaptive"
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
 
     @property
@@ -97,6 +101,12 @@ TOP_LEVEL_HELP: dict[str, str] = {
     "summary_instructions": "text added to every summary request",
     "auto_compact": "false starts with automatic compaction paused (reactive compaction still guards the API)",
     "undo_depth": "how many compactions undo can reverse, newest first (each keeps the history from before it)",
+    "cache_ttl": "the prompt cache's TTL, \"5m\" or \"1h\" (1h writes cost 2x input instead of 1.25x)",
+    "compaction_timing": "\"eager\" (every step before every call) or \"cache-aware\" (steps that would break "
+                         "a warm cached prefix wait for it to go cold, the ceiling, or a compact)",
+    "cache_ceiling_tokens": "cache-aware: the request size in tokens at which waiting steps run anyway "
+                            "(0: 80% of the model's window)",
+    "thinking": "\"adaptive\" (where the Models API says the model supports it) or \"off\"",
 }
 TOP_LEVEL_FIELDS: tuple[str, ...] = tuple(TOP_LEVEL_HELP)
 COMPACTION_FIELDS: tuple[str, ...] = tuple(item.name for item in fields(CompactionSettings))
@@ -148,6 +158,8 @@ def _expected(error: Mapping[str, Any]) -> str:
         return f"needs a string, got {got!r}"
     if kind in ("model_type", "dict_type"):
         return "needs a table"
+    if kind == "literal_error":
+        return f"needs one of {error.get('ctx', {}).get('expected', '')}, got {got!r}"
     return f"{error.get('msg', 'is not valid')}, got {got!r}"
 
 
@@ -156,6 +168,8 @@ _NOT_EXACT = object()
 
 def _exact_scalar(kind: Any, value: Any) -> Any:
     """`value` as the pydantic model would return it, if it already has the field's type, else _NOT_EXACT."""
+    if get_origin(kind) is Literal:
+        return value if type(value) is str and value in get_args(kind) else _NOT_EXACT
     if kind is bool:
         return value if isinstance(value, bool) else _NOT_EXACT
     if kind is int:

@@ -57,6 +57,7 @@ TOP_LEVEL_RANGES: dict[str, Range] = {
     "tool_output_limit": Range(1, GIGA, "characters"),
     "read_line_limit": Range(1, 100_000_000, "lines"),
     "undo_depth": Range(0, 1_000, "compactions"),
+    "cache_ceiling_tokens": Range(0, 100_000_000, "tokens"),
 }
 
 COMPACTION_RANGES: dict[str, Range] = {

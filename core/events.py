@@ -11,6 +11,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from core.usage.miss import CacheMiss as CacheMiss  # re-exported: a contract name of core.events
 from core.usage.timeline import ContextSample, TokenCount
 
 StepName = Literal[
@@ -97,7 +98,15 @@ class ToolCallFinished:
 
 @dataclass(frozen=True)
 class CompactionStep:
-    """One compaction step changed the history (`step` is one of STEP_ORDER)."""
+    """One compaction step changed the history (`step` is one of STEP_ORDER).
+
+    `changed_at` is the (message, block) of the first block the step changed (None: it changed
+    nothing). What the step cost the prompt cache (DESIGN.md, "Cache, thinking and cost truth"):
+    `cache_invalidated_tokens`, the last request's cached tokens from that block to the end that
+    the next call writes again (0 when the cache is cold or an earlier change gave them up already),
+    `saved_tokens` the step's saving in the same tokens, and `break_even_calls` the calls after which
+    the cheaper reads pay for the write; all None offline (no cache, no price).
+    """
 
     step: StepName
     chars_before: int
@@ -105,18 +114,66 @@ class CompactionStep:
     messages_affected: int
     files_written: tuple[str, ...] = ()
     detail: str = ""
+    changed_at: tuple[int, int] | None = None
+    cache_invalidated_tokens: int | None = None
+    break_even_calls: float | None = None
+    saved_tokens: int | None = None
 
     @property
     def saved(self) -> int:
         return self.chars_before - self.chars_after
 
     def describe(self) -> str:
-        """One line, as printed on stderr by `ctxtui -p`."""
+        """One line, as printed on stderr by `ctxtui -p` (its cache cost is `cost_line`, which `-v` adds)."""
         files = ", ".join(self.files_written) if self.files_written else "-"
         return (
             f"[{self.step}] {self.chars_before:,} -> {self.chars_after:,} chars, "
             f"{self.messages_affected} message(s) affected, files: {files}"
         )
+
+    def cost_line(self) -> str:
+        """What the step saved and what it cost the cache, in one line (empty offline)."""
+        cost = cache_cost_line(self.cache_invalidated_tokens, self.break_even_calls)
+        if not cost:
+            return ""
+        tokens = f" ({_tokens(self.saved_tokens)} tokens)" if self.saved_tokens else ""
+        return f"{self.step} saved {self.saved:,} chars{tokens}, {cost}"
+
+
+def _tokens(value: int) -> str:
+    return f"{value / 1000:.1f}k" if value >= 1000 else f"{value:,}"
+
+
+def cache_cost_line(invalidated: int | None, break_even: float | None) -> str:
+    """"re-writes 31k cached tokens: pays back after 87 calls" (empty when nothing is known)."""
+    if invalidated is None:
+        return ""
+    if invalidated == 0:
+        return "re-writes no cached tokens"
+    text = f"re-writes {_tokens(invalidated)} cached tokens"
+    if break_even is None:
+        return f"{text}: saves nothing, never pays back"
+    return f"{text}: pays back after {break_even:,.0f} call{'s' if round(break_even) != 1 else ''}"
+
+
+@dataclass(frozen=True)
+class CompactionHeld:
+    """Cache-aware timing: the steps that would break the warm cached prefix wait (DESIGN.md, "Cache,
+    thinking and cost truth"). `steps` is what would run now (the dry run, with each step's cache
+    cost); they run together once the cache goes cold (`cache_expires_at`, epoch seconds), the next
+    request reaches `ceiling` tokens (it is `tokens` now), or the person compacts."""
+
+    steps: tuple[CompactionStep, ...]
+    cache_expires_at: float
+    tokens: int | None
+    ceiling: int
+
+    def describe(self) -> str:
+        names = " + ".join(dict.fromkeys(step.step for step in self.steps))
+        invalidated = sum(step.cache_invalidated_tokens or 0 for step in self.steps)
+        size = f"{self.tokens:,}" if self.tokens is not None else "?"
+        return (f"cache-aware: {names} wait{'s' if len(self.steps) == 1 else ''} while the cache is warm "
+                f"({size}/{self.ceiling:,} tokens; running now would re-write {_tokens(invalidated)} cached tokens)")
 
 
 @dataclass(frozen=True)
@@ -160,18 +217,24 @@ class HistoryChanged:
     chars: int = 0
     changes: tuple[Splice, ...] = ()
     reason: str = ""
+    cache_invalidated_tokens: int | None = None  # a steering action's cost to the cache (see CompactionStep)
+    break_even_calls: float | None = None
 
 
 @dataclass(frozen=True)
 class NextCallPreview:
     """What the next call's prepare would do now (`Compactor.dry_run`: writes nothing, calls no
     model): its steps, the tool results it would shorten (their tool_use ids), what is pinned, and
-    whether automatic compaction is paused (then nothing would run)."""
+    whether automatic compaction is paused (then nothing would run). Each step carries its cost to
+    the cache. `timing` is the compaction timing in force; with "cache-aware", `held` are the steps
+    that would wait for the cache (then `steps` is what runs meanwhile)."""
 
     steps: tuple[CompactionStep, ...] = ()
     shortened: frozenset[str] = frozenset()
     pinned: frozenset[str] = frozenset()
     paused: bool = False
+    timing: str = "eager"
+    held: tuple[CompactionStep, ...] = ()
 
     @property
     def fired(self) -> tuple[StepName, ...]:
@@ -192,6 +255,8 @@ class Notice:
 
     message: str
     kind: NoticeKind = "info"
+    cache_invalidated_tokens: int | None = None  # pin, unpin: the change in the next call's cache cost
+    break_even_calls: float | None = None
 
 
 @dataclass(frozen=True)
@@ -220,6 +285,7 @@ AgentEvent = (
     | PermissionRequested
     | ToolCallFinished
     | CompactionStep
+    | CompactionHeld
     | ContextMeasured
     | ContextSampled
     | HistoryChanged

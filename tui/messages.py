@@ -55,6 +55,11 @@ class CompactionStep(TurnMessage, bubble=False):
 
 
 @dataclass
+class CompactionHeld(TurnMessage, bubble=False):
+    event: core.CompactionHeld
+
+
+@dataclass
 class ContextMeasured(TurnMessage, bubble=False):
     event: core.ContextMeasured
 
@@ -111,6 +116,7 @@ _WRAPPERS: dict[type, type[TurnMessage]] = {
     core.PermissionRequested: PermissionRequested,
     core.ToolCallFinished: ToolCallFinished,
     core.CompactionStep: CompactionStep,
+    core.CompactionHeld: CompactionHeld,
     core.ContextMeasured: ContextMeasured,
     core.ContextSampled: ContextSampled,
     core.HistoryChanged: HistoryChanged,

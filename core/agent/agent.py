@@ -5,8 +5,9 @@ things happen: it is the only channel from the core to a UI. A turn is: add the 
 (prepare the context, call the model, run the tool batch) until the model stops calling tools. The
 parts it holds do the rest: the `Conversation` (core/agent/conversation.py) applies and records
 every change of the history and returns the `HistoryChanged` it made; the `ContextKeeper`
-(core/agent/keeper.py) runs the compactor and the user's steering, and yields their events. The
-request is handed to each part as a parameter. A tool that needs consent yields
+(core/agent/keeper.py) runs the compactor and the user's steering, and yields their events; the
+`Economics` (core/agent/economics.py) samples and prices every call and keeps the prompt cache's
+accounts. The request is handed to each part as a parameter. A tool that needs consent yields
 `PermissionRequested` and waits for its `reply` future. Whatever happens (an API error, a failed
 summary, a cancelled task, a closed generator) one place, `_finish`, ends the turn, and the history
 it leaves is API-valid: every tool_use is answered and no half-written assistant message is kept.
@@ -17,15 +18,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 from core.agent.build import SYSTEM_PROMPT, build_stack
 from core.agent.conversation import Conversation
+from core.agent.economics import Economics
 from core.agent.keeper import ContextKeeper, SummaryStep
 from core.agent.meter import ContextMeter
+from core.agent.turn import WINDOW_EXCEEDED, Turn, not_run, unanswered_request
 from core.archive import Archive
 from core.compaction.pipeline import Compactor
 from core.compaction.steering import Compaction, SteeringError
@@ -35,11 +37,9 @@ from core.events import (
     AssistantMessage,
     CompactionStep,
     ContextMeasured,
-    ContextSampled,
     ErrorEvent,
     Forecast,
     HistoryChanged,
-    NextCallPreview,
     Notice,
     PermissionRequested,
     TextDelta,
@@ -51,38 +51,26 @@ from core.events import (
 from core.history.intake import valid_text
 from core.history.messages import interrupted_result, text_of, user_pin_key
 from core.history.store import History
+from core.history.thinking import ThinkingLedger
 from core.history.tokens import TokenCounter
-from core.markers import UNANSWERED_MARK, parse_marker, unanswered
-from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, Retrying, TextChunk
+from core.markers import unanswered
+from core.model.base import (
+    Model,
+    ModelError,
+    ModelResponse,
+    PromptTooLongError,
+    Retrying,
+    SummaryUsage,
+    TextChunk,
+)
 from core.sessions.log import SessionLog
 from core.text import plural
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput
-from core.usage.prices import Window, price_for
-from core.usage.timeline import ContextSample, Timeline, TokenCount
+from core.usage.prices import Window
+from core.usage.timeline import ContextSample, TokenCount
 
 Message = dict[str, Any]
 DEFAULT_MAX_STEPS = 50
-
-
-@dataclass
-class _Turn:
-    """What one turn has done so far: the batch being answered, the final text, how it ended."""
-
-    request: str
-    batch: list[Message] = field(default_factory=list)  # tool_use blocks of the reply being answered
-    answered: list[Message] = field(default_factory=list)  # their tool_results so far
-    waiting: asyncio.Future[str] | None = None  # an unanswered PermissionRequested.reply
-    response: ModelResponse | None = None
-    final_text: str = ""
-    error: str | None = None
-    error_kind: str = "error"
-    finished: bool = False
-    ended: bool = False
-
-    def fail(self, message: str, kind: str) -> None:
-        self.error, self.error_kind = message, kind
-
-
 class Agent:
     """One conversation with a model, its tools and its compaction pipeline."""
 
@@ -99,6 +87,7 @@ class Agent:
         system_prompt: str | None = None,
         max_steps: int = DEFAULT_MAX_STEPS,
         allow_all: bool | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.model = model
         self.toolbox = toolbox
@@ -112,10 +101,16 @@ class Agent:
             compactor, self.conversation, undo_depth=self.settings.undo_depth, auto_compact=self.settings.auto_compact,
         )
         self.tokens = token_counter or TokenCounter()
+        self.economics = Economics(model, self.settings, self.tokens, clock)
+        """The timeline and the prompt cache's accounts (core/agent/economics.py)."""
+        self.thinking = ThinkingLedger()
+        """The thinking blocks the API returned, checked before a request replays them."""
+        self.thinking.adopt(self.conversation.history, None)
         # a workdir whose name is not UTF-8 would make every request unencodable
         self.system_prompt = system_prompt or valid_text(SYSTEM_PROMPT.format(workdir=workdir))
-        self.meter = ContextMeter(self.conversation, self.keeper, model, self.tokens, self.system_prompt,
-                                  toolbox.schemas)
+        self.meter = ContextMeter(self.conversation, self.keeper, self.economics, model, self.tokens,
+                                  self.system_prompt, toolbox.schemas)
+        """The context's figures and the next call's forecast (core/agent/meter.py)."""
         self.max_steps = max_steps
         self.allow_all = self.settings.yes if allow_all is None else allow_all
         """Run tools that need consent without asking (`--yes`)."""
@@ -123,7 +118,6 @@ class Agent:
         """Tools the user allowed for the rest of this session ("session" answers)."""
         self.running = False
         self._announce: Notice | None = None  # said once, at the start of the first turn
-        self._timeline = self._new_timeline()
 
     @classmethod
     def from_settings(cls, settings: Settings, *, model: Model | None = None, allow_all: bool | None = None) -> Agent:
@@ -133,6 +127,7 @@ class Agent:
         agent = cls(stack.model, stack.toolbox, stack.compactor, settings=stack.settings, session=stack.session,
                     messages=stack.replay.messages, allow_all=allow_all)
         agent.keeper.take_over(stack.replay.compactions, stack.replay.pins)
+        agent.thinking.adopt(stack.replay.messages, stack.replay.meta.get("model"))
         if stack.resumed is not None:
             agent.conversation.resumed_from = str(stack.resumed)
             agent._announce = Notice(f"resumed {plural(len(stack.replay.messages), 'message')} from {stack.resumed}")
@@ -187,10 +182,7 @@ class Agent:
     @property
     def timeline(self) -> list[ContextSample]:
         """**contract** One sample per model call, oldest first (what was sent, the steps before it, usage)."""
-        return list(self._timeline.samples)
-
-    def _new_timeline(self) -> Timeline:
-        return Timeline(None if self.model.offline else price_for(self.model.name), offline=self.model.offline)
+        return list(self.economics.timeline.samples)
 
     # --- the turn -------------------------------------------------------------------------------
 
@@ -203,7 +195,7 @@ class Agent:
             yield ErrorEvent("a turn is already running", "busy")
             return
         self.running = True
-        turn = _Turn(valid_text(text))  # argv and stdin give undecodable bytes as lone surrogates
+        turn = Turn(valid_text(text))  # argv and stdin give undecodable bytes as lone surrogates
         try:
             async with contextlib.aclosing(self._turn(turn)) as events:
                 async for event in events:
@@ -222,7 +214,7 @@ class Agent:
         finally:
             self._finish(turn)
 
-    async def _turn(self, turn: _Turn) -> AsyncGenerator[AgentEvent, None]:
+    async def _turn(self, turn: Turn) -> AsyncGenerator[AgentEvent, None]:
         """Prepare, one model call, one tool batch; again until the model stops calling tools."""
         async for event in self._add_request(turn.request):
             yield event
@@ -232,18 +224,22 @@ class Agent:
             self._announce = None
         reactive_retries = 0
         for _ in range(self.max_steps):
-            async for event in self._compacting(self.keeper.prepare(turn.request)):
+            async for event in self._prepare(turn.request):
                 yield event
             measured = await self.measure()
             yield measured
+            if not self.model.offline and (problem := self.thinking.problem(self.conversation.history, self.model.name)):
+                turn.fail(problem, "thinking")
+                return
             turn.response = None
-            self._timeline.start(measured.chars, measured.messages, measured.tokens)
+            await self.economics.start(measured, self.system_prompt, self.toolbox.schemas, self.conversation.history)
             try:
                 async with contextlib.aclosing(self._call_model(turn)) as stream:
                     async for event in stream:
                         yield event
             except ModelError as error:
-                yield self._sampled(self._timeline.finish(None, str(error)))
+                for event in self.economics.finish(None, str(error)):
+                    yield event
                 if not isinstance(error, PromptTooLongError):
                     turn.fail(str(error), error.kind)
                     return
@@ -262,7 +258,8 @@ class Agent:
                     return
                 continue
             response = turn.response
-            yield self._sampled(self._timeline.finish(None if response is None else response.usage))
+            for event in self.economics.finish(response):
+                yield event
             if response is None:
                 turn.fail("the model stream ended without a message", "api")
                 return
@@ -275,16 +272,24 @@ class Agent:
                 yield event
         turn.fail(f"stopped after {self.max_steps} model calls in one turn", "limit")
 
-    def _sampled(self, sample: ContextSample) -> ContextSampled:
-        return ContextSampled(sample, self._timeline.session_cost)
-
-    async def _compacting(self, events: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
-        """The keeper's events, passed on; each step it took is noted for the next call's sample."""
-        self._timeline.note_before(self.chars)
-        async for event in events:
-            if isinstance(event, CompactionStep):
-                self._timeline.note_step(event.step, event.saved)
+    async def _prepare(self, request: str) -> AsyncIterator[AgentEvent]:
+        """The pipeline before a call; with the cache-aware timing, the steps that would rewrite a warm
+        cached prefix wait (a CompactionHeld says which, and what they would cost now)."""
+        held = await self.economics.plan(self.keeper, request, self.system_prompt, self.toolbox.schemas)
+        self.economics.hold(held)
+        if held is not None:
+            yield held
+        async for event in self._compacting(self.keeper.prepare(request, hold=held is not None)):
             yield event
+
+    async def _compacting(
+        self, events: AsyncIterator[AgentEvent | SummaryUsage], by: str | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """The keeper's events, passed on: each step priced against the cache and noted for the next
+        call's sample (`by`: what ran it, when not the pipeline), each summary call sampled."""
+        self.economics.before(self.chars)
+        async for event in events:
+            yield self.economics.note(event, by)
 
     async def _add_request(self, request: str) -> AsyncGenerator[AgentEvent, None]:
         """Append the request so that the model sees one clear request.
@@ -297,18 +302,15 @@ class Agent:
         history = self.conversation.history
         last = history[-1] if history else None
         # a pinned message is never rewritten (it may also just follow a summary that carried it)
-        if last is not None and _unanswered_request(last) and user_pin_key(last) not in self.pinned:
+        if last is not None and unanswered_request(last) and user_pin_key(last) not in self.pinned:
             if last["content"] == request:
                 return
             marked = {**last, "content": unanswered(last["content"])}
-            if changed := self.conversation.replace([*history[:-1], marked], "unanswered request"):
+            changed = self.conversation.replace([*history[:-1], marked], "unanswered request")
+            if changed := self.economics.track(changed, history, None):
                 yield changed
-        if (size := self.oversize(request)) is not None:  # said once: the pipeline then leaves it be
-            yield Notice(
-                f"this message alone is {size:,} chars, over the {self.keeper.limit:,}"
-                "-char context limit: no compaction step can shrink it (archive it as a file for the model to read)",
-                "warning",
-            )
+        if (warning := self.keeper.oversize_notice(request)) is not None:
+            yield warning
         yield self.conversation.append({"role": "user", "content": request}, "user")
 
     def oversize(self, request: str) -> int | None:
@@ -316,14 +318,10 @@ class Agent:
         limit, which no compaction step can shrink; None when it fits."""
         return self.keeper.oversize(request)
 
-    async def _call_model(self, turn: _Turn) -> AsyncGenerator[AgentEvent, None]:
+    async def _call_model(self, turn: Turn) -> AsyncGenerator[AgentEvent, None]:
         """Stream one model call; the complete reply lands in `turn.response`."""
-        stream = self.model.stream(
-            system=self.system_prompt,
-            messages=self.conversation.history,
-            tools=self.toolbox.schemas,
-            max_tokens=self.settings.max_tokens,
-        )
+        stream = self.model.stream(system=self.system_prompt, messages=self.conversation.history,
+                                   tools=self.toolbox.schemas, max_tokens=self.settings.max_tokens)
         async with contextlib.aclosing(stream):  # type: ignore[type-var]  # the protocol says AsyncIterator
             async for chunk in stream:
                 if isinstance(chunk, TextChunk):
@@ -333,7 +331,7 @@ class Agent:
                 else:
                     turn.response = chunk
 
-    async def _record_reply(self, turn: _Turn, response: ModelResponse) -> AsyncGenerator[AgentEvent, None]:
+    async def _record_reply(self, turn: Turn, response: ModelResponse) -> AsyncGenerator[AgentEvent, None]:
         """Append the complete assistant message; its tool calls become the batch to answer."""
         if response.prompt_tokens:
             self.meter.last_input_tokens = response.prompt_tokens  # with caching, input_tokens is only the uncached part
@@ -342,11 +340,17 @@ class Agent:
             content = [{"type": "text", "text": "(no reply)"}]
         turn.batch = [block for block in content if block.get("type") == "tool_use"]
         turn.answered = []
+        self.thinking.received(content, self.model.name)
         yield self.conversation.append({"role": "assistant", "content": content}, "assistant")
         yield AssistantMessage(content, response.stop_reason)
         turn.final_text = text_of({"content": content}) or turn.final_text
+        if response.stop_reason == "model_context_window_exceeded":
+            yield Notice(WINDOW_EXCEEDED, "warning")
+            if turn.batch:  # a cut reply's calls are not run; the history stays valid
+                results, turn.batch = not_run(turn.batch), []
+                yield self.conversation.append({"role": "user", "content": results}, "tools")
 
-    async def _run_tools(self, turn: _Turn) -> AsyncGenerator[AgentEvent, None]:
+    async def _run_tools(self, turn: Turn) -> AsyncGenerator[AgentEvent, None]:
         """Run the batch in order (asking for consent where needed), then the compact tool if called."""
         compact_requested = False
         compact_focus: str | None = None
@@ -384,14 +388,15 @@ class Agent:
         answered, turn.batch, turn.answered = turn.answered, [], []
         yield self.conversation.append({"role": "user", "content": answered}, "tools")
         if compact_requested:
-            async for event in self._compacting(self.keeper.compact("compact_history", turn.request, compact_focus)):
+            events = self.keeper.compact("compact_history", turn.request, compact_focus)
+            async for event in self._compacting(events, "compact"):
                 yield event
             yield await self.measure()
 
     def _pre_approved(self, tool: str) -> bool:
         return self.allow_all or tool in self.allowed_for_session
 
-    def _finish(self, turn: _Turn) -> HistoryChanged | None:
+    def _finish(self, turn: Turn) -> HistoryChanged | None:
         """The one place a turn ends (completed, failed, cancelled or closed): repair and record it.
         Runs once; returns the repair (the interrupted tool calls answered), if one was needed."""
         if turn.ended:
@@ -399,7 +404,7 @@ class Agent:
         turn.ended = True
         if turn.waiting is not None and not turn.waiting.done():
             turn.waiting.set_result("deny")
-        self._timeline.abandon("cancelled")
+        self.economics.abandon("cancelled")
         repaired = None
         if turn.batch:
             done = {result.get("tool_use_id") for result in turn.answered}
@@ -445,26 +450,41 @@ class Agent:
     async def drop(self, tool_use_id: str) -> HistoryChanged | None:
         """Archive one tool result now and leave a placeholder, exactly as micro_compact would."""
         self._idle("drop a result")
-        return await self.keeper.drop(tool_use_id)
+        before = self.chars
+        return self._steered(await self.keeper.drop(tool_use_id), "drop", before)
 
     async def restore(self, path: str) -> HistoryChanged | None:
         """The archived text at `path` is back in context, byte-exact."""
         self._idle("restore a result")
-        return await self.keeper.restore(path)
+        before = self.chars
+        return self._steered(await self.keeper.restore(path), "restore", before)
 
     async def undo_compaction(self) -> HistoryChanged | None:
         """Reverse the last compaction: what it removed is back, byte-exact and in place, and every
         message added after it stays after it. Falsy when there is nothing to undo."""
         self._idle("undo a compaction")
-        return await self.keeper.undo()
+        before = self.chars
+        return self._steered(await self.keeper.undo(), "undo", before)
+
+    def _steered(self, changed: HistoryChanged | None, action: str, before: int) -> HistoryChanged | None:
+        """A steering action's change, followed for the cache and priced (what it re-writes, its break-even)."""
+        return self.economics.track(changed, self.conversation.history, action, before)
 
     async def pin(self, key: str) -> Notice:
-        """Pin a tool result (by its tool_use id) or a user message (by its `user:` key, see `pin_key`)."""
-        return self.keeper.pin(key)
+        """Pin a tool result (by its tool_use id) or a user message (by its `user:` key, see `pin_key`).
+        The notice says how the next call's compaction cost to the cache changes with it."""
+        return await self._pins_changed(lambda: self.keeper.pin(key))
 
     async def unpin(self, key: str) -> Notice:
         """Unpin a tool result or a user message; compaction may shorten it again."""
-        return self.keeper.unpin(key)
+        return await self._pins_changed(lambda: self.keeper.unpin(key))
+
+    async def _pins_changed(self, change: Callable[[], Notice]) -> Notice:
+        """A pin or unpin changes no byte of the history, but what the next prepare would rewrite:
+        its notice carries the difference in cached tokens invalidated, and the break-even."""
+        if self.running or not self.auto_compact:
+            return change()
+        return await self.economics.pins_changed(self.keeper, self.conversation.request, change)
 
     def pin_key(self, index: int) -> str | None:
         """The key `pin` takes for the message at `index` (None for a marker or a reply)."""
@@ -476,26 +496,22 @@ class Agent:
     async def preview(self) -> list[CompactionStep]:
         """What the next prepare would do now, step by step (writes nothing, calls no model)."""
         self._idle("preview the next call")
-        return await self.keeper.preview(self.conversation.request)
+        return (await self.meter.next_steps())[0]
 
     async def recompact_warning(self) -> Notice | None:
         """After an undo: a warning when automatic compaction would compact again on the next call."""
         if not self.auto_compact or self.running:
             return None
-        fired = NextCallPreview(tuple(await self.preview())).fired
-        if not fired:
-            return None
-        notice = Notice(
-            f"automatic compaction is on: the next call would run {' + '.join(fired)} again; "
-            "pause it, or compact with a focus instead", "warning")
-        self.conversation.log(notice)
-        return notice
+        return self.keeper.recompact_warning(await self.preview())
 
     async def draft_summary(self, focus: str | None = None) -> str:
         """A summary of the history as a manual compact would ask for it; changes nothing. Review (and
         edit) it, then `compact(focus, summary=text)` puts exactly that text in."""
         self._idle("draft a summary")
-        return await self.keeper.draft_summary(self.conversation.request, focus)
+        text, calls = await self.keeper.draft_summary(self.conversation.request, focus)
+        for call in calls:
+            self.economics.note(call)  # sampled and priced with the session's other calls
+        return text
 
     async def archive_request(self, text: str) -> str:
         """Save a request too long for the context in the archive; returns the short message to send instead."""
@@ -519,7 +535,7 @@ class Agent:
         self.running = True
         try:
             events = self.keeper.compact(step, self.conversation.request, focus, summary)
-            async for event in self._compacting(events):
+            async for event in self._compacting(events, "compact"):
                 yield self.conversation.log(event)
                 if notice := self.conversation.session_notice():
                     yield notice
@@ -546,29 +562,21 @@ class Agent:
         self._forget_session_state()
         self.conversation.resumed_from = str(path)
         self.keeper.take_over(replay.compactions, replay.pins)
+        self.thinking.adopt(replay.messages, replay.meta.get("model"))
         return changed
 
     def _forget_session_state(self) -> None:
         self.meter.last_input_tokens = None
         self.allowed_for_session.clear()
         self.keeper.reset()
-        self._timeline = self._new_timeline()  # cost is per session
+        self.economics.reset()  # cost is per session; nothing is known of a cache
+        self.thinking.clear()
+        if forget := getattr(self.model, "forget_previous", None):
+            forget()  # the next request names no previous message in its cache diagnostics
 
     async def aclose(self) -> None:
         await self.conversation.close()
         await self.model.aclose()
-
-
-def _unanswered_request(message: Message) -> bool:
-    """A plain user request (not a marker, not tool results, not marked already) that no assistant
-    message answered."""
-    content = message.get("content")
-    return (
-        message.get("role") == "user"
-        and isinstance(content, str)
-        and not content.startswith(UNANSWERED_MARK)
-        and parse_marker(content) is None
-    )
 
 
 __all__ = ["Agent"]

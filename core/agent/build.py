@@ -100,4 +100,6 @@ def make_model(settings: Settings) -> Model:
         timeout=settings.request_timeout,
         max_retries=settings.max_retries,
         retry_after_cap=settings.retry_after_cap,
+        cache_ttl=settings.cache_ttl,
+        thinking=settings.thinking,
     )

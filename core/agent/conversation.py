@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core.compaction.steering import Compaction
-from core.events import AgentEvent, CompactionStep, ErrorEvent, HistoryChanged, Notice, Splice
+from core.events import AgentEvent, CompactionStep, ContextSampled, ErrorEvent, HistoryChanged, Notice, Splice
 from core.history.messages import current_request, splice_between
 from core.history.store import History
 from core.sessions.log import SessionLog
@@ -87,8 +87,9 @@ class Conversation:
     # --- the session log -------------------------------------------------------------------------
 
     def log(self, event: AgentEvent) -> AgentEvent:
-        """Record the events the session log keeps; hand the event back."""
-        if self.session is not None and isinstance(event, CompactionStep | Notice | ErrorEvent):
+        """Record the events the session log keeps (steps, notices, errors, each call's sample: what
+        `ctxtui inspect --report` reads the session's cache economics from); hand the event back."""
+        if self.session is not None and isinstance(event, CompactionStep | Notice | ErrorEvent | ContextSampled):
             self.session.event(event)
         return event
 

@@ -31,10 +31,18 @@ from core.compaction.steering import (
     restore_result,
     undo,
 )
-from core.events import AgentEvent, CompactionStep, ErrorEvent, HistoryChanged, Notice
+from core.events import (
+    AgentEvent,
+    CompactionHeld,
+    CompactionStep,
+    ErrorEvent,
+    HistoryChanged,
+    NextCallPreview,
+    Notice,
+)
 from core.history.messages import USER_PIN_PREFIX, find_user_message, text_of, tool_result_ids, user_pin_key
 from core.history.sizes import estimate_chars, request_oversize
-from core.model.base import Retrying
+from core.model.base import Retrying, SummaryUsage
 from core.text import one_line
 
 Message = dict[str, Any]
@@ -65,8 +73,9 @@ class ContextKeeper:
 
     # --- compacting -------------------------------------------------------------------------------
 
-    async def prepare(self, request: str) -> AsyncIterator[AgentEvent]:
-        """The pipeline before a model call; a failed step keeps what succeeded and the turn goes on."""
+    async def prepare(self, request: str, hold: bool = False) -> AsyncIterator[AgentEvent | SummaryUsage]:
+        """The pipeline before a model call; a failed step keeps what succeeded and the turn goes on.
+        `hold`: only the steps that leave the cached prefix alone run (cache-aware timing, warm cache)."""
         chars = self.conversation.chars
         if not self.auto_compact:
             if chars > self.limit:
@@ -76,12 +85,13 @@ class ContextKeeper:
                     "warning",
                 )
             return
-        async for event in self._applied(self.compactor.prepare_events(self.conversation.history, request), "prepare"):
+        events = self.compactor.prepare_events(self.conversation.history, request, hold)
+        async for event in self._applied(events, "prepare"):
             yield event
 
     async def compact(
         self, step: SummaryStep, request: str, focus: str | None = None, summary: str | None = None
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncIterator[AgentEvent | SummaryUsage]:
         """compact_history (with `focus`, or the reviewed `summary` as it is) or reactive_compact; a
         failure is one ErrorEvent and nothing is replaced."""
         history = self.conversation.history
@@ -92,13 +102,18 @@ class ContextKeeper:
         async for event in self._applied(events, step):
             yield event
 
-    async def _applied(self, events: AsyncIterator[CompactionEvent], reason: str) -> AsyncIterator[AgentEvent]:
-        """The events of a compactor call, then its change applied (and kept for undo)."""
+    async def _applied(
+        self, events: AsyncIterator[CompactionEvent], reason: str
+    ) -> AsyncIterator[AgentEvent | SummaryUsage]:
+        """The events of a compactor call (a summary call's usage passed on for the timeline), then its
+        change applied (and kept for undo)."""
         steps: list[CompactionStep] = []
         outcome: Outcome | None = None
         async for event in events:
             if isinstance(event, Retrying):
                 yield Notice(f"retrying: {event.message}", "retry")
+            elif isinstance(event, SummaryUsage):
+                yield event
             elif isinstance(event, CompactionStep):
                 steps.append(event)
                 yield event
@@ -137,6 +152,16 @@ class ContextKeeper:
         """The size of `request` as a message's content (JSON chars) when it alone is over the context
         limit, which no compaction step can shrink; None when it fits."""
         return request_oversize(request, self.limit)
+
+    def oversize_notice(self, request: str) -> Notice | None:
+        """A warning when `request` alone is over the context limit (no step can shrink it)."""
+        if (size := self.oversize(request)) is None:
+            return None
+        return Notice(
+            f"this message alone is {size:,} chars, over the {self.limit:,}"
+            "-char context limit: no compaction step can shrink it (archive it as a file for the model to read)",
+            "warning",
+        )
 
     # --- the user's actions --------------------------------------------------------------------------
 
@@ -235,12 +260,36 @@ class ContextKeeper:
         self.conversation.log(notice)
         return notice
 
-    async def preview(self, request: str) -> list[CompactionStep]:
-        """What the next prepare would do now, step by step (writes nothing, calls no model)."""
-        return await self.compactor.dry_run(self.conversation.history, request)
+    def next_call(self, steps: list[CompactionStep], held: CompactionHeld | None, timing: str) -> NextCallPreview:
+        """The forecast of the next call: its steps, the tool results they would shorten, the pins,
+        whether compaction is paused, the timing in force and what waits for the cache."""
+        files = {path for step in steps for path in step.files_written}
+        shortened = frozenset(
+            tool_use_id for message in self.conversation.history if message.get("role") == "user"
+            for tool_use_id in tool_result_ids(message)
+            if self.archive.expected_tool_result_path(tool_use_id) in files
+        ) if files else frozenset()
+        return NextCallPreview(tuple(steps), shortened, self.pinned, not self.auto_compact, timing,
+                               held.steps if held is not None else ())
 
-    async def draft_summary(self, request: str, focus: str | None = None) -> str:
-        """A summary of the history as a manual compact would ask for it; changes nothing."""
+    def recompact_warning(self, steps: list[CompactionStep]) -> Notice | None:
+        """After an undo: a warning when the next call's `steps` would compact again."""
+        fired = [step.step for step in steps if step.saved > 0 or step.step == "compact_history"]
+        if not fired:
+            return None
+        notice = Notice(
+            f"automatic compaction is on: the next call would run {' + '.join(dict.fromkeys(fired))} again; "
+            "pause it, or compact with a focus instead", "warning")
+        self.conversation.log(notice)
+        return notice
+
+    async def preview(self, request: str, hold: bool = False) -> list[CompactionStep]:
+        """What the next prepare would do now, step by step (writes nothing, calls no model)."""
+        return await self.compactor.dry_run(self.conversation.history, request, hold)
+
+    async def draft_summary(self, request: str, focus: str | None = None) -> tuple[str, tuple[SummaryUsage, ...]]:
+        """A summary of the history as a manual compact would ask for it, and its call's usage;
+        changes nothing."""
         if not self.conversation.history:
             raise SteeringError("nothing to summarise yet")
         try:

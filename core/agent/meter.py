@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from core.agent.conversation import Conversation
+from core.agent.economics import Economics
 from core.agent.keeper import ContextKeeper
-from core.events import ContextMeasured, Forecast, NextCallPreview
-from core.history.messages import tool_result_ids
+from core.events import CompactionHeld, CompactionStep, ContextMeasured, Forecast, NextCallPreview
 from core.history.tokens import TokenCounter
 from core.model.base import Model
 from core.usage.counting import count_next_request, model_window
@@ -26,11 +26,12 @@ class ContextMeter:
     """Measures the conversation's context and what the next request will be."""
 
     def __init__(
-        self, conversation: Conversation, keeper: ContextKeeper, model: Model, tokens: TokenCounter,
-        system_prompt: str, tools: Sequence[dict[str, Any]],
+        self, conversation: Conversation, keeper: ContextKeeper, economics: Economics, model: Model,
+        tokens: TokenCounter, system_prompt: str, tools: Sequence[dict[str, Any]],
     ) -> None:
         self.conversation = conversation
         self.keeper = keeper
+        self.economics = economics
         self.model = model
         self.tokens = tokens
         self.system_prompt = system_prompt
@@ -70,15 +71,15 @@ class ContextMeter:
         yield await self.count_next_request()
 
     async def _preview(self, busy: Callable[[], bool]) -> NextCallPreview | None:
-        """The next prepare's steps and the results they would shorten (None if a turn began meanwhile)."""
-        keeper = self.keeper
-        steps = await keeper.preview(self.conversation.request) if keeper.auto_compact else []
+        """The next prepare's steps, priced, the results they would shorten and what would wait for the
+        cache (None if a turn began meanwhile)."""
+        steps, held = await self.next_steps() if self.keeper.auto_compact else ([], None)
         if busy():
             return None
-        files = {path for step in steps for path in step.files_written}
-        shortened = frozenset(
-            tool_use_id for message in self.conversation.history if message.get("role") == "user"
-            for tool_use_id in tool_result_ids(message)
-            if keeper.archive.expected_tool_result_path(tool_use_id) in files
-        ) if files else frozenset()
-        return NextCallPreview(tuple(steps), shortened, keeper.pinned, not keeper.auto_compact)
+        return self.keeper.next_call(steps, held, self.economics.timing)
+
+    async def next_steps(self) -> tuple[list[CompactionStep], CompactionHeld | None]:
+        """What the next prepare would run now, each step priced, and what would wait for the cache."""
+        request = self.conversation.request
+        held = await self.economics.plan(self.keeper, request, self.system_prompt, self.tools)
+        return await self.economics.preview(self.keeper, request, held is not None), held

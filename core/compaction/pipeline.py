@@ -33,13 +33,23 @@ from core.compaction.plans import (
     TRANSCRIPT_PATH_ESTIMATE,
     Replacement,
     SnipPlan,
+    as_list,
     is_request_copy,
     reactive_cut,
+    request_last,
     request_visible,
     unchanged,
     unseen_and_read,
 )
-from core.compaction.run import CompactionEvent, CompactionRun, EventSink, Outcome, finish
+from core.compaction.run import (
+    CompactionEvent,
+    CompactionRun,
+    EventSink,
+    Outcome,
+    Report,
+    finish,
+    first_change,
+)
 from core.compaction.settings import CompactionError, CompactionSettings
 from core.compaction.summary import Summarize, summary_events
 from core.events import CompactionStep, Splice
@@ -47,7 +57,7 @@ from core.history.messages import has_tool_use, is_tool_result, result_text
 from core.history.sizes import list_chars, message_chars, request_oversize
 from core.history.store import HistorySizer
 from core.markers import parse_marker, persisted_output, placeholder, summary_message
-from core.model.base import Retrying
+from core.model.base import SummaryUsage
 from core.text import plural
 
 Message = dict[str, Any]
@@ -185,7 +195,7 @@ class Compactor:
             detail += f" ({plan.count} in all with the {plan.archived_before} archived earlier)"
         if plan.request_readded:
             detail += "; the current request was put back after the marker"
-        await run.emit("snip_compact", before, after, plan.archived_now, [transcript], detail)
+        await run.emit("snip_compact", before, after, plan.archived_now, [transcript], detail, first_change(changes))
         return run.derived(messages, result, changes, after)
 
     def _plan_snip(self, run: CompactionRun, messages: Sequence[Message], active_request: str | None) -> SnipPlan | None:
@@ -369,19 +379,19 @@ class Compactor:
         `summary`, when given (a draft the user reviewed and maybe edited), is used as the summary
         exactly as it is, and the model is not called.
         """
-        return _as_list((await self._finish(self.compact_events(messages, active_request, focus, summary))).messages)
+        return as_list((await self._finish(self.compact_events(messages, active_request, focus, summary))).messages)
 
     async def _summary_step(
         self, run: CompactionRun, messages: Sequence[Message], request: str, focus: str | None, *,
         strict: bool, summary: str | None = None,
-    ) -> AsyncIterator[Retrying]:
-        """compact_history's work (see its docstring); yields the retries of its summary call."""
+    ) -> AsyncIterator[Report]:
+        """compact_history's work (see its docstring); yields the retries and usage of its summary call."""
         before = self.estimate_chars(messages)
         if strict and request_oversize(request, self.settings.context_char_limit):
             return  # no summary can bring it under the limit (the agent said so once)
         if run.dry:
             await run.emit("compact_history", before, before, len(messages), (),
-                           "would run next: the summary needs the model, so the figures after it are unknown")
+                           "would run next: the summary needs the model, so the figures after it are unknown", (0, 0))
             return
         if summary is not None and not summary.strip():
             raise CompactionError("the summary is empty; history left as it was")
@@ -389,13 +399,13 @@ class Compactor:
         transcript = await run.write_transcript(messages)
         if summary is None:
             async for event in summary_events(self.summarize, messages, focus, transcript, self._input_limit):
-                if isinstance(event, Retrying):
-                    yield event
-                else:
+                if isinstance(event, str):
                     summary = event
+                else:
+                    yield event
         assert summary is not None
         head = {"role": "user", "content": summary_message("Compacted", request, summary, transcript)}
-        result = [head, *carried, *_request_last(carried, request)]
+        result = [head, *carried, *request_last(carried, request)]
         changes = (Splice(0, len(messages), tuple(result)),)
         after = self.estimate_chars(run.sized(messages, result, changes))
         if after >= before if strict else after > before and after > self.settings.context_char_limit:
@@ -405,7 +415,7 @@ class Compactor:
         details = [f"focus: {focus}"] if focus else []
         if after > self.settings.context_char_limit:
             details.append(self._holding(request))
-        await run.emit("compact_history", before, after, len(messages), [transcript], "; ".join(details))
+        await run.emit("compact_history", before, after, len(messages), [transcript], "; ".join(details), (0, 0))
         run.derived(messages, result, changes, after)
 
     async def reactive_compact(self, messages: Sequence[Message], active_request: str) -> list[Message]:
@@ -419,10 +429,10 @@ class Compactor:
         it as large, everything is summarised; when even that does not make it smaller,
         CompactionError says so in one line and nothing is replaced.
         """
-        return _as_list((await self._finish(self.reactive_events(messages, active_request))).messages)
+        return as_list((await self._finish(self.reactive_events(messages, active_request))).messages)
 
-    async def _reactive_step(self, run: CompactionRun, messages: Sequence[Message], request: str) -> AsyncIterator[Retrying]:
-        """reactive_compact's work (see its docstring); yields the retries of its summary calls."""
+    async def _reactive_step(self, run: CompactionRun, messages: Sequence[Message], request: str) -> AsyncIterator[Report]:
+        """reactive_compact's work (see its docstring); yields the retries and usage of its summary calls."""
         before = self.estimate_chars(messages)
         transcript = await run.write_transcript(messages)
         after = before
@@ -433,21 +443,21 @@ class Compactor:
             old_history = messages[:tail_start]
             summary = ""
             async for event in summary_events(self.summarize, old_history, None, transcript, self._input_limit):
-                if isinstance(event, Retrying):
-                    yield event
-                else:
+                if isinstance(event, str):
                     summary = event
+                else:
+                    yield event
             head = {"role": "user", "content": summary_message("Reactive compact", request, summary, transcript)}
             carried = carried_pins(self.pinned, old_history, request)
             tail = list(messages[tail_start:])
-            readd = _request_last(carried, request) if not request_visible(tail, request) else []
+            readd = request_last(carried, request) if not request_visible(tail, request) else []
             added = (head, *carried, *readd)
             result = [*added, *tail]
             changes = (Splice(0, tail_start, added),)
             after = self.estimate_chars(run.sized(messages, result, changes))
             if after < before:
                 await run.emit("reactive_compact", before, after, len(old_history), [transcript],
-                               "everything summarised" if not tail else "")
+                               "everything summarised" if not tail else "", (0, 0))
                 run.derived(messages, result, changes, after)
                 return
         await run.not_applied("reactive_compact", before, after, "the summary would not make the refused history smaller")
@@ -456,11 +466,13 @@ class Compactor:
 
     # --- the calls -----------------------------------------------------------------------------
 
-    async def prepare_events(self, messages: Sequence[Message], active_request: str) -> AsyncIterator[CompactionEvent]:
+    async def prepare_events(self, messages: Sequence[Message], active_request: str,
+                             hold: bool = False) -> AsyncIterator[CompactionEvent]:
         """The pipeline before a model call, as it happens (see the module docstring); the input is
-        never mutated. A failed step ends it with an `Outcome` whose `error` is set and whose
-        messages are what the steps before it made (lossless)."""
-        async for event in self._call(messages, lambda run: self._pipeline(run, messages, active_request)):
+        never mutated. A failed step ends it with an `Outcome` whose `error` is set and whose messages
+        are what the steps before it made (lossless). `hold`: only tool_result_budget runs (the
+        cache-aware timing while the cached prefix is warm: the other steps would rewrite it)."""
+        async for event in self._call(messages, lambda run: self._pipeline(run, messages, active_request, hold)):
             yield event
 
     async def compact_events(
@@ -468,7 +480,7 @@ class Compactor:
     ) -> AsyncIterator[CompactionEvent]:
         """compact_history now (the compact tool, the user), as it happens."""
 
-        async def body(run: CompactionRun) -> AsyncIterator[Retrying | None]:
+        async def body(run: CompactionRun) -> AsyncIterator[Report | None]:
             async for retry in self._summary_step(run, messages, active_request, focus, strict=False, summary=summary):
                 yield retry
 
@@ -478,7 +490,7 @@ class Compactor:
     async def reactive_events(self, messages: Sequence[Message], active_request: str) -> AsyncIterator[CompactionEvent]:
         """reactive_compact (the API refused the prompt), as it happens."""
 
-        async def body(run: CompactionRun) -> AsyncIterator[Retrying | None]:
+        async def body(run: CompactionRun) -> AsyncIterator[Report | None]:
             async for retry in self._reactive_step(run, messages, active_request):
                 yield retry
 
@@ -486,13 +498,15 @@ class Compactor:
             yield event
 
     async def _pipeline(
-        self, run: CompactionRun, messages: Sequence[Message], request: str
-    ) -> AsyncIterator[Retrying | None]:
+        self, run: CompactionRun, messages: Sequence[Message], request: str, hold: bool = False
+    ) -> AsyncIterator[Report | None]:
         """The seed's order: lossless before lossy, each step only when the one before it did not
         bring the history under the limit. Yields None after each step (its event goes out then)."""
         limit, target = self.settings.context_char_limit, self.settings.micro_target_chars
         result = await self.tool_result_budget(messages)
         yield None
+        if hold:
+            return
         result = await self.snip_compact(result, request)
         yield None
         if self.estimate_chars(result) > limit:
@@ -506,7 +520,7 @@ class Compactor:
                     yield retry
 
     async def _call(
-        self, messages: Sequence[Message], body: Callable[[CompactionRun], AsyncIterator[Retrying | None]],
+        self, messages: Sequence[Message], body: Callable[[CompactionRun], AsyncIterator[Report | None]],
         *, dry: bool = False,
     ) -> AsyncGenerator[CompactionEvent, None]:
         """Run `body` as this compactor's one call: its steps out as they are done, then the Outcome."""
@@ -542,7 +556,7 @@ class Compactor:
         """
         return (await self._finish(self.prepare_events(messages, active_request))).changes
 
-    async def dry_run(self, messages: Sequence[Message], active_request: str) -> list[CompactionStep]:
+    async def dry_run(self, messages: Sequence[Message], active_request: str, hold: bool = False) -> list[CompactionStep]:
         """The steps `prepare` would take now, with the same figures; writes nothing, calls no model.
 
         Every decision is prepare's own (the same code runs): files are named as the archive would
@@ -550,11 +564,9 @@ class Compactor:
         the step that would run next, with its `before` figure. Not for use while another call of
         this compactor is running.
         """
-        steps: list[CompactionStep] = []
-        async for event in self._call(messages, lambda run: self._pipeline(run, messages, active_request), dry=True):
-            if isinstance(event, CompactionStep):
-                steps.append(event)
-        return steps
+        return [event async for event in self._call(
+            messages, lambda run: self._pipeline(run, messages, active_request, hold), dry=True)
+            if isinstance(event, CompactionStep)]
 
     # --- the summary ---------------------------------------------------------------------------
 
@@ -566,22 +578,14 @@ class Compactor:
         return holding(self.pinned, request, self.settings.context_char_limit)
 
     async def summarize_history(self, messages: Sequence[Message], focus: str | None,
-                                transcript: str | None = None) -> str:
+                                transcript: str | None = None) -> tuple[str, tuple[SummaryUsage, ...]]:
         """The model's summary of `messages` (the conversation as data, cut to the input limit), as the
-        summary steps ask for it; changes nothing. Raises CompactionError (one line) when there is no
-        summarizer, the call fails or the summary is empty."""
-        summary = ""
+        summary steps ask for it, and the call's usage; changes nothing. Raises CompactionError (one
+        line) when there is no summarizer, the call fails or the summary is empty."""
+        summary, usage = "", []
         async for event in summary_events(self.summarize, messages, focus, transcript, self._input_limit):
             if isinstance(event, str):
                 summary = event
-        return summary
-
-
-def _request_last(carried: Sequence[Message], request: str) -> list[Message]:
-    """The current request again after what a summary carried, so that the model reads it last
-    (nothing carried: the summary message, which holds the request, is last already)."""
-    return [{"role": "user", "content": request}] if carried and request else []
-
-
-def _as_list(messages: Sequence[Message]) -> list[Message]:
-    return messages if isinstance(messages, list) else list(messages)
+            elif isinstance(event, SummaryUsage):
+                usage.append(event)
+        return summary, tuple(usage)

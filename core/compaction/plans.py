@@ -164,3 +164,13 @@ def reactive_cut(messages: Sequence[Message], keep: int) -> int:
     if 0 < tail_start < count and is_tool_result(messages[tail_start]) and has_tool_use(messages[tail_start - 1]):
         tail_start -= 1
     return tail_start
+
+
+def request_last(carried: Sequence[Message], request: str) -> list[Message]:
+    """The current request again after what a summary carried, so that the model reads it last
+    (nothing carried: the summary message, which holds the request, is last already)."""
+    return [{"role": "user", "content": request}] if carried and request else []
+
+
+def as_list(messages: Sequence[Message]) -> list[Message]:
+    return messages if isinstance(messages, list) else list(messages)

@@ -24,7 +24,7 @@ from core.events import CompactionStep, Splice, StepName
 from core.history.sizes import message_chars
 from core.history.store import HistorySizer
 from core.markers import parse_marker
-from core.model.base import Retrying
+from core.model.base import Retrying, SummaryUsage
 
 Message = dict[str, Any]
 EventSink = Callable[[CompactionStep], Any]
@@ -41,9 +41,12 @@ class Outcome:
     error: CompactionError | None = None
 
 
-CompactionEvent = CompactionStep | Retrying | Outcome
+Report = Retrying | SummaryUsage
+"""What a summary call inside a compactor call reports as it goes: each retry, and its usage."""
+
+CompactionEvent = CompactionStep | Retrying | SummaryUsage | Outcome
 """What a compactor call yields: each step as it is done, a notice per retry inside a summary call,
-and last its `Outcome`."""
+each summary call's usage, and last its `Outcome`."""
 
 
 class CompactionRun:
@@ -65,8 +68,9 @@ class CompactionRun:
     # --- what the steps report -------------------------------------------------------------------
 
     async def emit(self, step: StepName, before: int, after: int, affected: int, files: Sequence[str],
-                   detail: str = "") -> None:
-        event = CompactionStep(step, before, after, affected, tuple(files), detail)
+                   detail: str = "", at: tuple[int, int] | None = None) -> None:
+        """Report a step; `at` is the (message, block) of the first block it changed (None: nothing)."""
+        event = CompactionStep(step, before, after, affected, tuple(files), detail, changed_at=at)
         if self.sink is None:
             self.events.append(event)
             return
@@ -86,9 +90,10 @@ class CompactionRun:
     def outcome(self, error: CompactionError | None = None) -> Outcome:
         return Outcome(self.result, self.changes, error)
 
-    async def drive(self, body: AsyncIterator[Retrying | None]) -> AsyncIterator[CompactionEvent]:
-        """The call's events: the steps `body` reported each time it yields (None, or a retry to
-        pass on), then the Outcome; a CompactionError ends it with the Outcome of what was done."""
+    async def drive(self, body: AsyncIterator[Report | None]) -> AsyncIterator[CompactionEvent]:
+        """The call's events: the steps `body` reported each time it yields (None, or a retry or a
+        summary's usage to pass on), then the Outcome; a CompactionError ends it with the Outcome of
+        what was done."""
         try:
             async with contextlib.aclosing(body):  # type: ignore[type-var]
                 async for retry in body:
@@ -150,7 +155,8 @@ class CompactionRun:
             done.append(item)
         if not done:
             return unchanged(messages)
-        await self.emit(step, before, editor.chars, len(editor.changed), files, detail(done))
+        first = min((item.index, item.block_index) for item in done)
+        await self.emit(step, before, editor.chars, len(editor.changed), files, detail(done), first)
         return self.derived(messages, editor.messages, editor.splices(), editor.chars)
 
     async def save_planned(self, plan: list[Replacement]) -> list[str]:
@@ -210,6 +216,11 @@ class CompactionRun:
         if marker is None or marker.kind != "snip" or marker.count is None:
             return None
         return marker.count if self.archive.is_own(marker.path) else None
+
+
+def first_change(changes: Sequence[Splice]) -> tuple[int, int] | None:
+    """(message, 0) of the first message a list of splices changes (None: none)."""
+    return (min(change.start for change in changes), 0) if changes else None
 
 
 async def finish(events: AsyncIterator[CompactionEvent], sink: EventSink | None) -> Outcome:

@@ -15,13 +15,14 @@ from typing import Any
 
 from core.compaction.settings import CompactionError
 from core.markers import omission_marker
-from core.model.base import Retrying
+from core.model.base import Retrying, SummaryUsage
 from core.text import error_line
 
 Message = dict[str, Any]
-Summarize = Callable[[str, str | None], Awaitable[str] | AsyncIterator[Retrying | str]]
+Summarize = Callable[[str, str | None], Awaitable[str] | AsyncIterator[Retrying | SummaryUsage | str]]
 """The summarizer: `async (conversation_text, focus) -> str`, or an async iterator that yields a
-`Retrying` before each retry and the summary text last (`Model.summary_events`)."""
+`Retrying` before each retry, the call's `SummaryUsage`, and the summary text last
+(`Model.summary_events`)."""
 
 
 def conversation_text(messages: Sequence[Message], limit: int = 80_000, transcript: str | None = None) -> str:
@@ -44,8 +45,8 @@ def conversation_text(messages: Sequence[Message], limit: int = 80_000, transcri
 async def summary_events(
 summarize: Summarize | None, messages: Sequence[Message], focus: str | None, transcript: str | None,
 limit: int,
-) -> AsyncIterator[Retrying | str]:
-    """The summary call: a `Retrying` before each retry, then the summary text, last."""
+) -> AsyncIterator[Retrying | SummaryUsage | str]:
+    """The summary call: a `Retrying` before each retry, its `SummaryUsage`, then the summary text, last."""
     if summarize is None:
         raise CompactionError("no summarizer configured; history left as it was")
     text = conversation_text(messages, limit, transcript)
@@ -55,7 +56,7 @@ limit: int,
         if isinstance(produced, AsyncIterator):
             async with contextlib.aclosing(produced):  # type: ignore[type-var]
                 async for item in produced:
-                    if isinstance(item, Retrying):
+                    if isinstance(item, Retrying | SummaryUsage):
                         yield item
                     else:
                         summary = item

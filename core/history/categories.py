@@ -1,8 +1,9 @@
 """What fills the context: the characters of a history by category, exactly.
 
-`breakdown(messages)` splits `estimate_chars(messages)` into `user`, `assistant`, `tool_use`,
-`tool_result`, `markers` (placeholders, persisted-output blocks, snip markers, summaries) and
-`overhead` (JSON punctuation, keys, block types, roles, flags). Each string or value is counted as
+`breakdown(messages)` splits `estimate_chars(messages)` into `user`, `assistant`, `thinking`
+(thinking and redacted_thinking blocks: their text, signature and data), `tool_use`, `tool_result`,
+`markers` (placeholders, persisted-output blocks, snip markers, summaries) and `overhead` (JSON
+punctuation, keys, block types, roles, flags). Each string or value is counted as
 `json.dumps` writes it (quotes and escapes included) in the category of the block that holds it, and
 every other character is overhead, counted from the structure, not as a remainder: the values add
 up to `estimate_chars` because the walk mirrors the serialiser (a property test checks it).
@@ -24,10 +25,12 @@ from core.history.sizes import LIST_BRACKETS, SEPARATOR, dumps
 from core.markers import parse_marker
 from core.text import one_line
 
-Category = Literal["user", "assistant", "tool_use", "tool_result", "markers", "overhead"]
+Category = Literal["user", "assistant", "thinking", "tool_use", "tool_result", "markers", "overhead"]
 CATEGORIES: tuple[Category, ...] = get_args(Category)
 _INDEX = {name: index for index, name in enumerate(CATEGORIES)}
-USER, ASSISTANT, TOOL_USE, TOOL_RESULT, MARKERS, OVERHEAD = range(len(CATEGORIES))
+USER, ASSISTANT, THINKING, TOOL_USE, TOOL_RESULT, MARKERS, OVERHEAD = range(len(CATEGORIES))
+_THINKING_KINDS = ("thinking", "redacted_thinking")
+_THINKING_KEYS = ("thinking", "signature", "data")
 
 _PAIR = 2  # ": " between a key and its value
 _LABEL_CHARS = 60
@@ -153,7 +156,9 @@ def _walk_block(walk: _Walk, block: Any, index: int, role_category: int) -> None
                 _walk_result_content(walk, value, index)
             else:
                 walk.add(OVERHEAD, size, index)
-        else:  # thinking, images, anything else: the sender's
+        elif kind in _THINKING_KINDS:
+            walk.add(THINKING if key in _THINKING_KEYS else OVERHEAD, size, index, str(kind))
+        else:  # images, anything else: the sender's
             walk.add(role_category, size, index, str(kind))
 
 

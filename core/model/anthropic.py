@@ -23,6 +23,7 @@ from core.model.base import (
     PromptTooLongError,
     Retrying,
     SummaryEvent,
+    SummaryUsage,
     TextChunk,
 )
 from core.text import one_line
@@ -38,6 +39,33 @@ _KEEP_KEYS = {
 }
 _TOO_LONG = ("prompt is too long", "prompt_too_long", "too many tokens")
 CACHE_CONTROL = {"type": "ephemeral"}
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def usage_figures(usage: Any) -> dict[str, int]:
+    """The SDK's `Usage` as `ModelResponse.usage`: its four counts, and the nested TTL split of the
+    cache writes and the thinking tokens flattened under their own names when the API gave them."""
+    figures = {key: int(getattr(usage, key, 0) or 0) for key in _USAGE_KEYS}
+    split = getattr(usage, "cache_creation", None)
+    for key in ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"):
+        value = getattr(split, key, None)
+        if isinstance(value, int):
+            figures[key] = value
+    thinking = getattr(getattr(usage, "output_tokens_details", None), "thinking_tokens", None)
+    if isinstance(thinking, int):
+        figures["thinking_tokens"] = thinking
+    return figures
+
+
+def _supported(capabilities: Any, *path: str) -> bool | None:
+    """`capabilities.<path>.supported` of a Models API object (None: not said)."""
+    node = capabilities
+    for name in path:
+        node = getattr(node, name, None)
+        if node is None:
+            return None
+    value = getattr(node, "supported", None)
+    return value if isinstance(value, bool) else None
 
 
 def plain_block(block: Any) -> dict[str, Any]:
@@ -95,20 +123,30 @@ class AnthropicModel:
         max_retries: int = 2,
         retry_after_cap: float = 10.0,
         client: anthropic.AsyncAnthropic | None = None,
+        cache_ttl: str = "5m",
+        thinking: str = "adaptive",
     ) -> None:
         self.name = model
         self.label = model
         self.timeout = timeout
         self.max_retries = max_retries
         self.retry_after_cap = retry_after_cap
+        self.cache_ttl = cache_ttl
+        """The TTL of every cache breakpoint: "5m" or "1h" (`cache_control.ttl`)."""
+        self.thinking = thinking
+        """"adaptive" (thinking on where the Models API says the model supports it) or "off"."""
+        self.diagnostics = True
+        """Send `diagnostics.previous_message_id` (switched off if the endpoint refuses the field)."""
+        self._previous_id: str | None = None
         self._client = client
         self._client_options: dict[str, Any] = {"max_retries": 0, "timeout": timeout}
         if api_key is not None:
             self._client_options["api_key"] = api_key
         if base_url is not None:
             self._client_options["base_url"] = base_url
-        self._window: int | None = None
-        self._window_asked = False
+        self._info: Any = None
+        self._info_asked = False
+        self._info_tried = False
 
     @property
     def client(self) -> anthropic.AsyncAnthropic:
@@ -140,20 +178,43 @@ class AnthropicModel:
     ) -> dict[str, Any]:
         """The request body as it is sent, with prompt caching; neither list is mutated.
 
-        Two cache breakpoints (of the API's four): the last tool schema (a copy of it), so the tool
-        definitions stay cached even after compaction rewrites the history, and the top-level
-        `cache_control`, which the API applies to the last block of the newest message, so each call
-        reads the prefix the previous call wrote. The history itself is sent exactly as it is.
+        Two cache breakpoints (of the API's four), both with the `cache_ttl` setting's TTL: the last
+        tool schema (a copy of it), so the tool definitions stay cached even after compaction
+        rewrites the history, and the top-level `cache_control`, which the API applies to the last
+        block of the newest message, so each call reads the prefix the previous call wrote. The
+        history itself is sent exactly as it is (thinking blocks verbatim, with their signatures).
+        `thinking` is added once the Models API said what the model accepts (`thinking_config`).
         """
+        control = {**CACHE_CONTROL, "ttl": self.cache_ttl}
         request: dict[str, Any] = {
             "model": self.name,
             "system": system,
             "messages": messages,
-            "cache_control": dict(CACHE_CONTROL),
+            "cache_control": dict(control),
         }
         if tools:
-            request["tools"] = [*tools[:-1], {**tools[-1], "cache_control": dict(CACHE_CONTROL)}]
+            request["tools"] = [*tools[:-1], {**tools[-1], "cache_control": dict(control)}]
+        thinking = self.thinking_config()
+        if thinking is not None:
+            request["thinking"] = thinking
         return request
+
+    def thinking_config(self) -> dict[str, str] | None:
+        """`thinking` as the installed SDK's types define it (ThinkingConfigAdaptiveParam or
+        ThinkingConfigDisabledParam), as far as the Models API said the model accepts it; None (the
+        model's own default) before the Models API answered, or when it does not accept the setting."""
+        capabilities = getattr(self._info, "capabilities", None)
+        if capabilities is None:
+            return None
+        if self.thinking == "off":
+            return {"type": "disabled"} if _supported(capabilities, "thinking", "types", "disabled") else None
+        if _supported(capabilities, "thinking") and _supported(capabilities, "thinking", "types", "adaptive"):
+            return {"type": "adaptive"}
+        return None
+
+    def forget_previous(self) -> None:
+        """A new session: the next request names no previous message in its diagnostics."""
+        self._previous_id = None
 
     async def count_tokens(
         self, *, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
@@ -176,18 +237,21 @@ class AnthropicModel:
             raise ModelError(f"count_tokens answered {one_line(repr(value), 60)}, not a token count", "api")
         return value
 
-    async def context_window(self) -> int | None:
-        """`max_input_tokens` from the Models API (asked once); None when it cannot say."""
-        if self._window_asked:
-            return self._window
+    async def model_info(self) -> Any:
+        """The Models API's object for this model (asked once it answered); None when it cannot say."""
+        if self._info_asked:
+            return self._info
         try:
-            info = await (await self.ready_client()).models.retrieve(self.name)
+            self._info = await (await self.ready_client()).models.retrieve(self.name)
         except Exception:
             return None  # not cached: a later call may reach the API
-        self._window_asked = True
-        value = getattr(info, "max_input_tokens", None)
-        self._window = int(value) if isinstance(value, int) and value > 0 else None
-        return self._window
+        self._info_asked = True
+        return self._info
+
+    async def context_window(self) -> int | None:
+        """`max_input_tokens` from the Models API (asked once); None when it cannot say."""
+        value = getattr(await self.model_info(), "max_input_tokens", None)
+        return int(value) if isinstance(value, int) and value > 0 else None
 
     # --- streaming ------------------------------------------------------------------------------
 
@@ -200,11 +264,17 @@ class AnthropicModel:
         max_tokens: int,
     ) -> AsyncIterator[ModelEvent]:
         attempt = 0
+        if not self._info_tried:
+            self._info_tried = True
+            await self.model_info()  # what thinking the model accepts (tried once here)
         while True:
             produced = False
             try:
                 request = self.request(system=system, messages=messages, tools=tools)
                 request["max_tokens"] = max_tokens
+                asked = self.diagnostics and self._previous_id is not None
+                if self.diagnostics:
+                    request["diagnostics"] = {"previous_message_id": self._previous_id}
                 stopped = False
                 client = await self.ready_client()
                 async with client.messages.stream(**request) as stream:
@@ -220,18 +290,21 @@ class AnthropicModel:
                     # A clean close after half a message is a broken connection, not a reply: its
                     # text may be cut anywhere and a tool call from it must never run.
                     raise CutStreamError("the stream ended before the message was complete (no message_stop)")
-                usage = {
-                    key: int(getattr(final.usage, key, 0) or 0)
-                    for key in ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                                "cache_creation_input_tokens")
-                }
+                diagnostics = getattr(final, "diagnostics", None)
+                self._previous_id = str(final.id) if getattr(final, "id", None) else None
                 yield ModelResponse(
                     content=reply_content([plain_block(block) for block in final.content], messages),
                     stop_reason=final.stop_reason,
-                    usage=usage,
+                    usage=usage_figures(final.usage),
+                    id=self._previous_id,
+                    diagnostics=diagnostics.model_dump(mode="json") if diagnostics is not None else None,
+                    asked=asked,
                 )
                 return
             except Exception as error:  # mapped to ModelError below
+                if not produced and self._refuses_diagnostics(error):
+                    self.diagnostics = False  # an endpoint without cache diagnostics: ask without them
+                    continue
                 mapped, delay = self._classify(error, attempt)
                 if produced or delay is None or attempt >= self.max_retries:
                     if produced and delay is not None:
@@ -275,6 +348,7 @@ class AnthropicModel:
                     system=SUMMARY_SYSTEM_PROMPT,
                     messages=[{"role": "user", "content": prompt}],
                 )
+                yield SummaryUsage(usage_figures(response.usage), len(prompt))
                 text = "\n".join(
                     str(getattr(block, "text", "")) for block in response.content
                     if getattr(block, "type", None) == "text"
@@ -299,6 +373,13 @@ class AnthropicModel:
             await self._client.close()
 
     # --- errors ---------------------------------------------------------------------------------
+
+    def _refuses_diagnostics(self, error: BaseException) -> bool:
+        """A 400 that names the `diagnostics` field (an endpoint that does not know it)."""
+        if not self.diagnostics or getattr(error, "status_code", None) != 400:
+            return False
+        _, message = _error_details(error)
+        return "diagnostics" in message.lower()
 
     def _retry_line(self, error: ModelError, delay: float, attempt: int) -> str:
         return f"{error} — retry {attempt}/{self.max_retries} in {delay:.1f}s"

@@ -32,11 +32,21 @@ class Retrying:
 
 @dataclass
 class ModelResponse:
-    """The complete assistant message: plain-dict content blocks (text, tool_use)."""
+    """The complete assistant message: plain-dict content blocks (text, tool_use, thinking).
+
+    `usage` holds the API's figures under their key names, the nested ones flattened:
+    `ephemeral_5m_input_tokens` / `ephemeral_1h_input_tokens` (usage.cache_creation) and
+    `thinking_tokens` (usage.output_tokens_details), when the API gave them. `id` is the message id
+    (the next request's `diagnostics.previous_message_id`); `diagnostics` the response's
+    `diagnostics` as a plain dict (None: the API found no divergence, or was not asked: `asked`).
+    """
 
     content: list[dict[str, Any]]
     stop_reason: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
+    id: str | None = None
+    diagnostics: dict[str, Any] | None = None
+    asked: bool = False  # the request carried diagnostics with a previous message id
 
     @property
     def input_tokens(self) -> int | None:
@@ -51,10 +61,20 @@ class ModelResponse:
         return Usage.from_mapping(self.usage).prompt_tokens
 
 
+@dataclass(frozen=True)
+class SummaryUsage:
+    """A summary call's usage (keys as in `ModelResponse.usage`) and the length of the prompt it read:
+    how a summary call reaches the timeline, as one of its events (it has no other way out)."""
+
+    usage: dict[str, int]
+    chars: int
+
+
 ModelEvent = TextChunk | Retrying | ModelResponse
 
-SummaryEvent = Retrying | str
-"""What a summary call yields: a `Retrying` notice before each retry, then the summary text, last."""
+SummaryEvent = Retrying | SummaryUsage | str
+"""What a summary call yields: a `Retrying` notice before each retry, its `SummaryUsage` once it was
+answered (a model that knows its usage), then the summary text, last."""
 
 
 class ModelError(Exception):
@@ -112,8 +132,9 @@ class Model(Protocol):
         ...
 
     def summary_events(self, conversation_text: str, focus: str | None) -> AsyncIterator[SummaryEvent]:
-        """`summarize` as it happens: a `Retrying` before each retry, then the summary text, last.
-        The compactor streams these, so a retry inside a summary is shown while it waits."""
+        """`summarize` as it happens: a `Retrying` before each retry, its `SummaryUsage`, then the
+        summary text, last. The compactor streams these, so a retry inside a summary is shown while
+        it waits and the call is sampled and priced like any other."""
         ...
 
     async def aclose(self) -> None:

@@ -6,7 +6,8 @@ Code session `.jsonl` (core/sessions/claude_code.py), and a `ctxtui proxy` recor
 (core/proxy/record.py: the latest request's messages are the history, its system and tools counted). The report gives the totals (messages, chars as
 `estimate_chars`, tiktoken tokens), the characters by category (values that add up exactly to the
 total), and a dry run of the compaction pipeline under the given settings: which steps would fire,
-before -> after. The dry run never writes into the file's workdir and never calls a model.
+before -> after; for a session file also its cache economics (core/sessions/economics.py: hit rate,
+cost, misses by cause). The dry run never writes into the file's workdir and never calls a model.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from core.jsonlines import BadLine, open_regular, parse_json
 from core.markers import parse_marker
 from core.proxy.record import is_proxy_record, read_proxy_file
 from core.sessions.claude_code import looks_like_claude_code, read_claude_code, read_records
+from core.sessions.economics import economics, economics_text, read_samples
 from core.sessions.log import SessionLog, valid_message
 from core.text import plural
 
@@ -219,8 +221,10 @@ def _add_block(counts: dict[str, int], block: dict[str, Any], role_category: str
     kind = block.get("type")
     if kind == "text" and isinstance(block.get("text"), str):
         counts[markers.category(block["text"], role_category)] += _string_chars(block["text"])
-    elif kind == "thinking" and isinstance(block.get("thinking"), str):
-        counts["assistant"] += _string_chars(block["thinking"])
+    elif kind in ("thinking", "redacted_thinking"):
+        for key in ("thinking", "signature", "data"):
+            if isinstance(block.get(key), str):
+                counts["thinking"] += _string_chars(block[key])
     elif kind == "tool_use":
         if isinstance(block.get("name"), str):
             counts["tool_use"] += _string_chars(block["name"])
@@ -318,6 +322,7 @@ async def report(inspected: Inspected, settings: CompactionSettings) -> dict[str
         extra = [item for item in (inspected.system, inspected.tools) if item is not None]
         tokens += sum(counter.count_text(json.dumps(item, default=str, ensure_ascii=False)) for item in extra)
     run = await dry_run(messages, current_request(messages), settings)
+    cache = economics(read_samples(inspected.path)) if inspected.kind == "session" else None
     return {
         "file": str(inspected.path),
         "kind": inspected.kind,
@@ -336,6 +341,7 @@ async def report(inspected: Inspected, settings: CompactionSettings) -> dict[str
         "proxy": inspected.proxy,
         "limit": settings.context_char_limit,
         "settings": asdict(settings),
+        "economics": cache,
         "dry_run": {
             "method": run.method,
             "chars_before": run.chars_before,
@@ -386,6 +392,9 @@ def report_text(data: dict[str, Any]) -> str:
     if run["needs_model"]:
         lines.append(f"  {'compact_history':<20} would run next: still above the limit (it needs the model; "
                      "not called in a dry run)")
+    if data.get("economics") is not None:
+        lines.append("")
+        lines.extend(economics_text(data["economics"]))
     return "\n".join(lines) + "\n"
 
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from core.text import one_line, visible
-from core.usage.prices import Price, Usage
+from core.usage.miss import CacheMiss, PrefixChange
+from core.usage.prices import CostParts, Price, Usage
 
 CountSource = Literal["api", "estimate"]
 
@@ -47,6 +48,18 @@ class ContextSample:
     sent (`estimate_chars` of the request's messages). `steps` are the compaction steps since the
     previous call, oldest first, `saved` the characters each one removed. Usage figures are None
     until the reply arrives, and stay None offline or when the call failed (`error`).
+
+    The cache and cost truth (DESIGN.md, "Cache, thinking and cost truth"): `kind` is "turn" (a call
+    of the turn loop) or "summary" (a compaction's summary call, whose chars are its prompt's);
+    `cost_parts` splits `cost` into uncached input, cache writes (at `cache_ttl`'s price), cache reads
+    and output; `cache_miss` says why the call did not read the previous request's whole cached
+    prefix (None: it did, or the call failed), `prefix_change` where the request first left the
+    previous one's and what changed there, and `api_miss_reason` what the API's diagnostics said
+    (its reason's type, "none" when it found no divergence, None when it said nothing);
+    `started_at` is when the request went out and `cache_expires_at` when the cache it read or
+    wrote goes cold (epoch seconds); `hit_rate` the session's share of prompt tokens read from the
+    cache after this call; `timing` the compaction timing in force and `held` the steps that
+    waited for the cache before this call.
     """
 
     call: int
@@ -63,6 +76,18 @@ class ContextSample:
     cost: float | None = None
     offline: bool = False
     error: str | None = None
+    kind: str = "turn"
+    cache_miss: CacheMiss | None = None
+    thinking_tokens: int | None = None
+    cost_parts: CostParts | None = None
+    cache_ttl: str | None = None
+    api_miss_reason: str | None = None
+    started_at: float | None = None
+    cache_expires_at: float | None = None
+    hit_rate: float | None = None
+    timing: str | None = None
+    held: tuple[str, ...] = ()
+    prefix_change: PrefixChange | None = None
 
     @property
     def prompt_tokens(self) -> int | None:
@@ -96,12 +121,27 @@ def describe_sample(sample: ContextSample) -> str:
             f"cache read {sample.cache_read_tokens or 0:,}, cache write {sample.cache_creation_tokens or 0:,})"
         )
         parts.append(f"output {sample.output_tokens or 0:,}")
+        if sample.thinking_tokens:
+            parts.append(f"thinking {sample.thinking_tokens:,}")
     elif sample.estimated_tokens is not None:
         parts.append(f"~{sample.estimated_tokens:,} tokens (tiktoken estimate)")
+    if sample.kind != "turn":
+        parts.insert(1, sample.kind)
     if sample.cost is not None:
-        parts.append(f"${sample.cost:.4f}")
+        cost = f"${sample.cost:.4f}"
+        if sample.cost_parts is not None:
+            split = sample.cost_parts
+            cost += (f" (input ${split.input:.4f}, cache write ${split.cache_write:.4f}, "
+                     f"cache read ${split.cache_read:.4f}, output ${split.output:.4f})")
+        parts.append(cost)
     elif sample.offline:
         parts.append("no cost offline")
+    if sample.cache_miss is not None:
+        parts.append(f"cache miss: {sample.cache_miss.describe()}")
+    elif sample.api_miss_reason not in (None, "none"):
+        parts.append(f"API reports a cache miss ({sample.api_miss_reason}) where ctxtui saw none")
+    if sample.held:
+        parts.append(f"waited for the cache: {', '.join(sample.held)}")
     if sample.error:
         parts.append(f"failed: {visible(one_line(sample.error, 200))}")
     return " · ".join(parts)
@@ -112,11 +152,13 @@ class Timeline:
     """The agent's record of its model calls: `start` when a request goes out, `finish` after it.
 
     `note_step` collects the compaction steps between two calls; `note_before` keeps the history size
-    before the first of them (what the call after them is compared with).
+    before the first of them (what the call after them is compared with). Cache writes are priced at
+    `ttl`'s price unless the usage splits them by TTL. A summary call is recorded whole by `summary`.
     """
 
     price: Price | None = None
     offline: bool = False
+    ttl: str = "5m"
     samples: list[ContextSample] = field(default_factory=list)
     _steps: list[tuple[str, int]] = field(default_factory=list, init=False, repr=False)
     _before: int | None = field(default=None, init=False, repr=False)
@@ -154,21 +196,41 @@ class Timeline:
         """The newest call ended: its usage (None when it failed) and cost."""
         sample = self.samples[-1]
         self._open = False
-        if usage is None or self.offline:
-            done = replace(sample, error=error)
-        else:
-            figures = Usage.from_mapping(usage)
-            done = replace(
-                sample,
-                input_tokens=figures.input_tokens,
-                cache_read_tokens=figures.cache_read_tokens,
-                cache_creation_tokens=figures.cache_creation_tokens,
-                output_tokens=figures.output_tokens,
-                cost=self.price.cost(figures) if self.price is not None else None,
-                error=error,
-            )
+        done = self._priced(sample, usage, error)
         self.samples[-1] = done
         return done
+
+    def _priced(self, sample: ContextSample, usage: Mapping[str, Any] | None, error: str | None) -> ContextSample:
+        if usage is None or self.offline:
+            return replace(sample, error=error)
+        figures = Usage.from_mapping(usage)
+        parts = self.price.parts(figures, self.ttl) if self.price is not None else None
+        return replace(
+            sample,
+            input_tokens=figures.input_tokens,
+            cache_read_tokens=figures.cache_read_tokens,
+            cache_creation_tokens=figures.cache_creation_tokens,
+            output_tokens=figures.output_tokens,
+            thinking_tokens=figures.thinking_tokens,
+            cost=parts.total if parts is not None else None,
+            cost_parts=parts,
+            cache_ttl=self.ttl,
+            error=error,
+        )
+
+    def summary(self, usage: Mapping[str, Any], chars: int, started_at: float | None = None) -> ContextSample:
+        """A summary call that ended (its prompt was `chars` characters): recorded and priced whole.
+        The steps and size noted for the next turn call stay for it."""
+        sample = ContextSample(call=len(self.samples) + 1, chars_before=chars, chars_after=chars, messages=1,
+                               offline=self.offline, kind="summary", started_at=started_at)
+        done = self._priced(sample, usage, None)
+        self.samples.append(done)
+        return done
+
+    def amend(self, sample: ContextSample) -> ContextSample:
+        """Replace the newest sample with `sample` (the same call, with more figures)."""
+        self.samples[-1] = sample
+        return sample
 
     def abandon(self, reason: str) -> ContextSample | None:
         """The newest call never ended (the turn was cancelled or closed): say so on its sample."""

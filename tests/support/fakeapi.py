@@ -18,14 +18,20 @@ answers with ``server.default`` (a plain ``"ok"`` text reply unless changed).
 
 Besides ``POST /v1/messages`` it serves ``POST /v1/messages/count_tokens`` (``estimate_tokens`` of
 the body unless scripted with ``server.script_count``: a number, an error such as
-``rate_limited()``, any JSON body with ``json_reply(...)``, or a callable) and
-``GET /v1/models/{id}`` for the ids in ``server.models`` (id -> max_input_tokens). A request that carries ``cache_control`` (top level or on a block) gets
-prompt-cache figures in its usage from a small deterministic cache (see ``PromptCache``).
+``rate_limited()``, any JSON body with ``json_reply(...)``, or a callable) and ``GET /v1/models/{id}`` for the ids in ``server.models``
+(id -> max_input_tokens; ``server.thinking`` id -> the thinking types the model accepts, which
+the Models API's ``capabilities`` then say). A request that carries ``cache_control`` (top level or
+on a block) gets prompt-cache figures in its usage from a deterministic cache with TTLs on a clock
+the test can control (``server.use_clock(FakeClock())``); one that carries ``diagnostics`` gets the
+API's ``diagnostics.cache_miss_reason``; thinking blocks in scripted replies are signed for the
+request's model and sent only when the request asks for thinking, and a request whose thinking
+blocks were changed is refused as the API refuses it (tests/support/fake_cache.py). With
+``server.enforce_window``, a request over its model's max_input_tokens is refused as too long.
 """
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import http.server
 import json
 import socket
@@ -39,13 +45,27 @@ from typing import Any
 
 from core.compaction import CompactionSettings
 from core.config import Settings
+from tests.support.fake_cache import (
+    CacheDiagnostics,
+    CacheUse,
+    FakeClock,
+    PromptCache,
+    ThinkingError,
+    ThinkingSigner,
+    estimate_tokens,
+    has_cache_control,
+    model_capabilities,
+    thinking_on,
+)
 
 __all__ = [
+    "CacheUse",
     "CountReply",
     "ErrorEventMidStream",
     "ErrorReply",
     "Exchange",
     "FakeAnthropicServer",
+    "FakeClock",
     "Hang",
     "JSONReply",
     "MessageReply",
@@ -91,12 +111,6 @@ def split_evenly(text: str, parts: int) -> list[str]:
         pieces.append(text[start:end])
         start = end
     return pieces
-
-
-def estimate_tokens(body: Mapping[str, Any]) -> int:
-    """A crude, deterministic input-token estimate for a request body (about 4 characters a token)."""
-    relevant = {key: body.get(key) for key in ("system", "messages", "tools") if key in body}
-    return max(1, len(json.dumps(relevant, ensure_ascii=False)) // 4)
 
 
 def _new_id(prefix: str) -> str:
@@ -169,9 +183,17 @@ class Exchange:
     def wants_stream(self) -> bool:
         return bool(self.body.get("stream", False))
 
+    @property
+    def server(self) -> FakeAnthropicServer:
+        return self._handler.server.fake
+
     def prompt_cache(self) -> tuple[int, int]:
         """(cache read, cache creation) tokens for this request from the server's PromptCache."""
-        return self._handler.server.fake.prompt_cache.use(self.body)
+        return self.server.prompt_cache.use(self.body)
+
+    def cache_use(self) -> CacheUse:
+        """What this request reads and writes in the server's PromptCache, per TTL."""
+        return self.server.prompt_cache.account(self.body)
 
     def sleep(self, seconds: float) -> None:
         """Wait ``seconds``; raise :class:`_ClientGone` early if the server is stopping."""
@@ -283,6 +305,8 @@ class MessageReply(Response):
     message_id: str | None = None
     cache_read_tokens: int | None = None  # defaults to what the server's PromptCache says
     cache_creation_tokens: int | None = None
+    usage_extra: dict[str, Any] = field(default_factory=dict)  # nested usage fields (cache_creation, ...)
+    diagnostics: tuple[bool, Any] = (False, None)  # (the reply carries the field, its value)
 
     # ----- building blocks shared by the stream and the JSON body
 
@@ -300,13 +324,26 @@ class MessageReply(Response):
         if self.output_tokens is not None:
             output_tokens = self.output_tokens
         else:
-            size = sum(len(b.get("text", "")) + len(json.dumps(b.get("input", {}))) for b in self.blocks)
+            size = sum(len(b.get("text", "")) + len(b.get("thinking", "")) + len(json.dumps(b.get("input", {})))
+                       for b in self.blocks)
             output_tokens = max(1, size // 4)
         return input_tokens, output_tokens, read, creation
 
+    def _usage_dict(self, body: Mapping[str, Any], cache: tuple[int, int], output: int | None = None) -> JSONDict:
+        input_tokens, output_tokens, read, creation = self._usage(body, cache)
+        usage = {
+            "input_tokens": input_tokens,
+            "cache_creation_input_tokens": creation,
+            "cache_read_input_tokens": read,
+            "output_tokens": output_tokens if output is None else output,
+        }
+        return {**usage, **self.usage_extra}
+
+    def _message_extra(self) -> JSONDict:
+        return {"diagnostics": self.diagnostics[1]} if self.diagnostics[0] else {}
+
     def message_body(self, body: Mapping[str, Any], cache: tuple[int, int] = (0, 0)) -> JSONDict:
         """The complete, non-streaming message."""
-        input_tokens, output_tokens, read, creation = self._usage(body, cache)
         return {
             "id": self.message_id or _new_id("msg_fake_"),
             "type": "message",
@@ -315,17 +352,13 @@ class MessageReply(Response):
             "content": [dict(block) for block in self.blocks],
             "stop_reason": self.stop_reason,
             "stop_sequence": None,
-            "usage": {
-                "input_tokens": input_tokens,
-                "cache_creation_input_tokens": creation,
-                "cache_read_input_tokens": read,
-                "output_tokens": output_tokens,
-            },
+            "usage": self._usage_dict(body, cache),
+            **self._message_extra(),
         }
 
     def stream_events(self, body: Mapping[str, Any], cache: tuple[int, int] = (0, 0)) -> list[tuple[str, JSONDict]]:
         """The full SSE event sequence, in the order the real API sends it."""
-        input_tokens, output_tokens, read, creation = self._usage(body, cache)
+        output_tokens = self._usage(body, cache)[1]
         events: list[tuple[str, JSONDict]] = [
             (
                 "message_start",
@@ -339,12 +372,8 @@ class MessageReply(Response):
                         "content": [],
                         "stop_reason": None,
                         "stop_sequence": None,
-                        "usage": {
-                            "input_tokens": input_tokens,
-                            "cache_creation_input_tokens": creation,
-                            "cache_read_input_tokens": read,
-                            "output_tokens": 1,
-                        },
+                        "usage": self._usage_dict(body, cache, output=1),
+                        **self._message_extra(),
                     },
                 },
             )
@@ -363,7 +392,8 @@ class MessageReply(Response):
                 {
                     "type": "message_delta",
                     "delta": {"stop_reason": self.stop_reason, "stop_sequence": None},
-                    "usage": {"output_tokens": output_tokens},
+                    "usage": {"output_tokens": output_tokens, **{key: value for key, value in self.usage_extra.items()
+                                                                 if key == "output_tokens_details"}},
                 },
             )
         )
@@ -379,6 +409,13 @@ class MessageReply(Response):
                 {"type": "text_delta", "text": piece}
                 for piece in split_evenly(str(block["text"]), self.chunks)
             ]
+        elif kind == "thinking":
+            start = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": piece}
+                      for piece in split_evenly(str(block.get("thinking", "")), self.chunks)]
+            deltas.append({"type": "signature_delta", "signature": str(block.get("signature", ""))})
+        elif kind == "redacted_thinking":
+            start, deltas = dict(block), []
         elif kind == "tool_use":
             start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
             raw = _json_bytes(block.get("input", {})).decode()  # the JSON text, escaped where it must be
@@ -399,12 +436,49 @@ class MessageReply(Response):
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
         return events
 
+    def as_sent(self, exchange: Exchange) -> tuple[MessageReply, tuple[int, int]] | ErrorReply:
+        """This reply as the API would send it for this request: its thinking blocks signed for the
+        request's model (or left out without thinking), the cache's figures split by TTL, the
+        diagnostics; or the API's refusal (a changed thinking block, a request over the window)."""
+        server, body = exchange.server, exchange.body
+        try:
+            server.signer.check(body)
+        except ThinkingError as error:
+            return error_reply(400, "invalid_request_error", str(error))
+        window = server.models.get(str(body.get("model")))
+        if server.enforce_window and window and estimate_tokens(body) > window:
+            return prompt_too_long(estimate_tokens(body), window)
+        model = self._model(body)
+        thinking = thinking_on(body)
+        blocks = [server.signer.sign(model, block) if block.get("type") in ("thinking", "redacted_thinking")
+                  else dict(block) for block in self.blocks
+                  if thinking or block.get("type") not in ("thinking", "redacted_thinking")]
+        extra: JSONDict = dict(self.usage_extra)
+        use = exchange.cache_use()
+        if has_cache_control(body):
+            extra.setdefault("cache_creation", {"ephemeral_5m_input_tokens": use.written_5m,
+                                                "ephemeral_1h_input_tokens": use.written_1h})
+        thought = [block for block in blocks if block.get("type") in ("thinking", "redacted_thinking")]
+        if thought:
+            tokens = sum(len(str(block.get("thinking", ""))) // 4 + 8 for block in thought)
+            extra.setdefault("output_tokens_details", {"thinking_tokens": tokens})
+        message_id = self.message_id or _new_id("msg_fake_")
+        answered = server.cache_diagnostics.answer(body, message_id)
+        diagnostics = self.diagnostics if self.diagnostics[0] else answered  # a scripted diagnosis wins
+        sent = dataclasses.replace(self, blocks=blocks, message_id=message_id, usage_extra=extra,
+                                   diagnostics=diagnostics)
+        return sent, (use.read, use.creation)
+
     def respond(self, exchange: Exchange) -> None:
-        cache = exchange.prompt_cache()
-        if not exchange.wants_stream:
-            exchange.send_json(200, self.message_body(exchange.body, cache))
+        prepared = self.as_sent(exchange)
+        if isinstance(prepared, ErrorReply):
+            prepared.respond(exchange)
             return
-        events = self.stream_events(exchange.body, cache)  # built first, so a bad block fails before any headers
+        reply, cache = prepared
+        if not exchange.wants_stream:
+            exchange.send_json(200, reply.message_body(exchange.body, cache))
+            return
+        events = reply.stream_events(exchange.body, cache)  # built first, so a bad block fails before any headers
         exchange.start_stream()
         for number, (name, data) in enumerate(events):
             if number:
@@ -638,106 +712,6 @@ def hang(seconds: float = 30.0) -> Hang:
     return Hang(seconds)
 
 
-# --------------------------------------------------------------------------- the prompt cache
-
-
-def _strip_cache_control(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _strip_cache_control(item) for key, item in value.items() if key != "cache_control"}
-    if isinstance(value, list):
-        return [_strip_cache_control(item) for item in value]
-    return value
-
-
-def _has_cache_control(value: Any) -> bool:
-    if isinstance(value, dict):
-        return "cache_control" in value or any(_has_cache_control(item) for item in value.values())
-    if isinstance(value, list):
-        return any(_has_cache_control(item) for item in value)
-    return False
-
-
-def _cache_blocks(body: Mapping[str, Any]) -> list[tuple[Any, bool]]:
-    """The request's blocks in the API's cache order (tools, system, messages), each with whether it
-    carries a ``cache_control`` breakpoint. String content counts as one text block."""
-    blocks: list[tuple[Any, bool]] = []
-    for tool in body.get("tools") or []:
-        blocks.append((tool, isinstance(tool, dict) and "cache_control" in tool))
-    system = body.get("system")
-    if isinstance(system, str) and system:
-        blocks.append(({"type": "text", "text": system}, False))
-    elif isinstance(system, list):
-        blocks.extend((block, isinstance(block, dict) and "cache_control" in block) for block in system)
-    for message in body.get("messages") or []:
-        if not isinstance(message, dict):
-            continue
-        role = message.get("role")
-        content = message.get("content")
-        items = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-        for block in items:
-            marked = isinstance(block, dict) and "cache_control" in block
-            blocks.append(({"role": role, "block": block}, marked))
-    return blocks
-
-
-class PromptCache:
-    """A small, deterministic stand-in for the API's prompt cache.
-
-    Breakpoints are the blocks marked with ``cache_control``, and the last block when the request has
-    a top-level ``cache_control`` (automatic caching). A prefix is keyed by the model and the JSON of
-    its blocks without their ``cache_control`` marks; its size is its JSON length // 4 tokens. A
-    request reads the longest prefix that an earlier request wrote, found at a breakpoint or up to 20
-    blocks before one (the API's lookback), and writes the prefix up to its last breakpoint: cache
-    creation is that prefix less what was read. Requests without ``cache_control`` use no cache.
-    """
-
-    LOOKBACK = 20
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._written: set[str] = set()
-
-    def clear(self) -> None:
-        with self._lock:
-            self._written.clear()
-
-    def use(self, body: Mapping[str, Any]) -> tuple[int, int]:
-        """(read, creation) tokens for ``body``, remembering what it writes."""
-        if not _has_cache_control(body):
-            return 0, 0
-        blocks = _cache_blocks(body)
-        if not blocks:
-            return 0, 0
-        breakpoints = [index for index, (_, marked) in enumerate(blocks) if marked]
-        if "cache_control" in body and (not breakpoints or breakpoints[-1] != len(blocks) - 1):
-            breakpoints.append(len(blocks) - 1)
-        if not breakpoints:
-            return 0, 0
-        digest = hashlib.sha256(str(body.get("model")).encode())
-        keys: list[str] = []
-        sizes: list[int] = []
-        chars = 0
-        for block, _ in blocks:
-            text = json.dumps(_strip_cache_control(block), ensure_ascii=False, sort_keys=True)
-            digest.update(text.encode())
-            keys.append(digest.hexdigest())
-            chars += len(text)
-            sizes.append(chars // 4)
-        total = estimate_tokens(body)
-        with self._lock:
-            hit = -1
-            for point in breakpoints:
-                for index in range(point, max(point - self.LOOKBACK, -1), -1):
-                    if keys[index] in self._written:
-                        hit = max(hit, index)
-                        break
-            last = breakpoints[-1]
-            self._written.update(keys[point] for point in breakpoints)
-        read = min(sizes[hit], total) if hit >= 0 else 0
-        creation = min(sizes[last] - read, total - read) if last > hit else 0
-        return read, max(creation, 0)
-
-
 # --------------------------------------------------------------------------- HTTP plumbing
 
 
@@ -848,17 +822,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         model_id = path.removeprefix("/v1/models/") if path.startswith("/v1/models/") else None
         try:
-            if model_id is not None and model_id in self.server.fake.models:
-                exchange.send_json(200, _model_info(model_id, self.server.fake.models[model_id]))
+            fake = self.server.fake
+            if model_id is not None and model_id in fake.models:
+                exchange.send_json(200, _model_info(model_id, fake.models[model_id], fake.thinking.get(model_id)))
             else:
                 ErrorReply(404, "not_found_error", f"fakeapi does not serve GET {self.path}").respond(exchange)
         except _ClientGone:
             self.close_connection = True
 
 
-def _model_info(model_id: str, max_input_tokens: int | None) -> JSONDict:
-    """A Models API object for ``GET /v1/models/{id}``."""
+def _model_info(model_id: str, max_input_tokens: int | None, thinking: tuple[str, ...] | None = None) -> JSONDict:
+    """A Models API object for ``GET /v1/models/{id}`` (with ``capabilities`` when ``thinking`` is given)."""
+    extra = {"capabilities": model_capabilities(thinking)} if thinking is not None else {}
     return {
+        **extra,
         "type": "model",
         "id": model_id,
         "display_name": model_id,
@@ -914,8 +891,14 @@ class FakeAnthropicServer:
         self._queue: deque[ScriptItem] = deque()
         self._count_queue: deque[CountItem] = deque()
         self.prompt_cache = PromptCache()
+        self.cache_diagnostics = CacheDiagnostics()
+        self.signer = ThinkingSigner()
         self.models: dict[str, int | None] = {}
         """Model ids ``GET /v1/models/{id}`` knows, with their max_input_tokens (others are 404)."""
+        self.thinking: dict[str, tuple[str, ...]] = {}
+        """Model ids whose Models API object has ``capabilities``: the thinking types each accepts."""
+        self.enforce_window = False
+        """Refuse a request over its model's max_input_tokens (``models``) as too long."""
         self._requests: list[RecordedRequest] = []
         self._errors: list[BaseException] = []
         self._outcomes: list[str] = []
@@ -965,6 +948,11 @@ class FakeAnthropicServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def use_clock(self, clock: FakeClock) -> FakeClock:
+        """The prompt cache's TTLs run on ``clock`` (the test moves it); returns it."""
+        self.prompt_cache.clock = clock
+        return clock
 
     # ----- scripting
 

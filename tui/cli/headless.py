@@ -2,10 +2,13 @@
 
 `text` prints the final assistant text on stdout and one line per compaction step on stderr.
 `stream-json` prints every event of the turn as it happens, one JSON object per line, each with a
-`type` (`text`, `tool_call`, `tool_result`, `compaction`, `context`, `notice`, `permission`, `error`)
-and last a `result` (final text, exit code). A `context` record is the call's `ContextSample` from
-the agent's timeline, emitted when the call ended (so after its streamed text); `-v` prints the same
-sample as one line on stderr (`describe_sample`). `json` prints one object at the end: the result with
+`type` (`text`, `tool_call`, `tool_result`, `compaction`, `held`, `context`, `notice`, `permission`,
+`error`) and last a `result` (final text, exit code). A `context` record is the call's `ContextSample`
+from the agent's timeline, emitted when the call ended (so after its streamed text): with its cache
+miss, its cost in four parts and its thinking tokens; a summary call has one too (`kind`
+"summary"). A `compaction` record carries what the step cost the prompt cache, a `held` record the
+steps the cache-aware timing keeps waiting. `-v` prints each sample as one line on stderr
+(`describe_sample`). `json` prints one object at the end: the result with
 every event in order. JSON output is ASCII-escaped, so no byte of model or tool text can act as
 terminal control; text output goes through `core.text.visible` for the same reason.
 """
@@ -33,6 +36,7 @@ def print_err(line: str) -> None:
 def event_record(event: Any) -> dict[str, Any] | None:
     """The JSON object of one core event (None for events headless output leaves out)."""
     from core.events import (
+        CompactionHeld,
         CompactionStep,
         ErrorEvent,
         Notice,
@@ -50,7 +54,12 @@ def event_record(event: Any) -> dict[str, Any] | None:
                 "chars": event.output_chars, "is_error": event.is_error, "duration": round(event.duration, 3)}
     if isinstance(event, CompactionStep):
         return {"type": "compaction", "step": event.step, "before": event.chars_before, "after": event.chars_after,
-                "messages_affected": event.messages_affected, "files": list(event.files_written)}
+                "messages_affected": event.messages_affected, "files": list(event.files_written),
+                "cache_invalidated_tokens": event.cache_invalidated_tokens, "break_even_calls": event.break_even_calls}
+    if isinstance(event, CompactionHeld):
+        return {"type": "held", "steps": [step.step for step in event.steps],
+                "cache_invalidated_tokens": sum(step.cache_invalidated_tokens or 0 for step in event.steps),
+                "cache_expires_at": event.cache_expires_at, "tokens": event.tokens, "ceiling": event.ceiling}
     if isinstance(event, Notice):
         return {"type": "notice", "kind": event.kind, "message": event.message}
     if isinstance(event, ErrorEvent):
@@ -79,6 +88,7 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False, output
     """One turn to completion; returns the exit code."""
     from core.agent import Agent
     from core.events import (
+        CompactionHeld,
         CompactionStep,
         ContextSampled,
         ErrorEvent,
@@ -158,8 +168,10 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False, output
                     error_text = event.message
             elif isinstance(event, Notice) and (verbose or event.kind in ("session", "warning")):
                 print_err(f"ctxtui: {event.message}")
-            elif output_format == "text" and isinstance(event, CompactionStep):
+            elif output_format == "text" and isinstance(event, CompactionStep | CompactionHeld):
                 print_err(event.describe())
+                if verbose and isinstance(event, CompactionStep) and event.cost_line():
+                    print_err(f"cache: {event.cost_line()}")
             elif verbose and isinstance(event, ToolCallStarted):
                 print_err(f"tool {event.name} {event.input}")
             elif verbose and isinstance(event, ToolCallFinished):

@@ -122,9 +122,14 @@ def a_message(draw: st.DrawFn) -> tuple[Message, Expected]:
         blocks.append(block)
         expected = _add(expected, more)
     if role == "assistant" and draw(st.booleans()):
+        # thinking blocks are their own category (DESIGN.md, "Cache, thinking and cost truth")
         thinking = {"type": "thinking", "thinking": draw(text), "signature": "sig"}
         blocks.append(thinking)
-        expected = _add(expected, {"assistant": jlen(thinking["thinking"]) + jlen("sig")})
+        expected = _add(expected, {"thinking": jlen(thinking["thinking"]) + jlen("sig")})
+    if role == "assistant" and draw(st.booleans()):
+        redacted = {"type": "redacted_thinking", "data": draw(text)}
+        blocks.insert(0, redacted)
+        expected = _add(expected, {"thinking": jlen(redacted["data"])})
     return {"role": role, "content": blocks}, expected
 
 

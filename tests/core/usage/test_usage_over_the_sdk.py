@@ -106,8 +106,9 @@ async def test_requests_carry_cache_control_and_the_history_is_not_touched(
     bodies = streamed(anthropic_env)
     assert len(bodies) == 2
     for body in bodies:
-        assert body["cache_control"] == {"type": "ephemeral"}  # automatic: the newest message's last block
-        assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+        # automatic: the newest message's last block; with the cache_ttl setting's TTL (default 5m)
+        assert body["cache_control"] == {"type": "ephemeral", "ttl": "5m"}
+        assert body["tools"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "5m"}
         assert not any("cache_control" in tool for tool in body["tools"][:-1])
         assert breakpoints(body) <= 4
     # what was sent is the history itself: no breakpoint was written into it
@@ -227,7 +228,11 @@ async def test_a_refused_call_is_a_sample_with_its_error(
     events = await run(agent, "two")
     assert of(events, TurnFinished)[0].error is None
     bodies = streamed(anthropic_env)
-    timeline = agent.timeline
+    # the reactive compaction's summary call is sampled too, between the refused call and the retry
+    assert [sample.kind for sample in agent.timeline] == ["turn", "turn", "summary", "turn"]
+    summary = agent.timeline[2]
+    assert summary.input_tokens and summary.output_tokens and summary.steps == ()
+    timeline = [sample for sample in agent.timeline if sample.kind == "turn"]
     assert len(timeline) == len(bodies) == 3
     refused, retried = timeline[1], timeline[2]
     assert refused.error and "too long" in refused.error and refused.input_tokens is None
@@ -257,7 +262,7 @@ async def test_exact_count_is_taken_from_the_server_after_a_change(
     body = counts[1]
     assert body["messages"] == agent.messages
     assert body["system"] == agent.system_prompt
-    assert body["cache_control"] == {"type": "ephemeral"}
+    assert body["cache_control"] == {"type": "ephemeral", "ttl": "5m"}
     assert [tool["name"] for tool in body["tools"]] == [tool["name"] for tool in agent.toolbox.schemas]
     assert body["model"] == "claude-test"
 

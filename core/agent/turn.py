@@ -1,0 +1,63 @@
+"""What one turn of the agent keeps while it runs, and the small rules of a turn's messages.
+
+`Turn` is the state of one `Agent.run_turn`: the tool batch being answered, the final text and how the
+turn ended. A request that no reply answered is recognised by `unanswered_request`; the calls of a
+reply cut at the model's context window are answered, not run, by `not_run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.markers import UNANSWERED_MARK, parse_marker
+from core.model.base import ModelResponse
+
+Message = dict[str, Any]
+
+WINDOW_EXCEEDED = (
+    "the reply stopped at the model's context window (model_context_window_exceeded): the request left it "
+    "no room; compact (ctrl+o) or let the pipeline shorten the context, then ask again"
+)
+NOT_RUN = "[not run: the reply was cut at the model's context window]"
+
+
+@dataclass
+class Turn:
+    """What one turn has done so far: the batch being answered, the final text, how it ended."""
+
+    request: str
+    batch: list[Message] = field(default_factory=list)  # tool_use blocks of the reply being answered
+    answered: list[Message] = field(default_factory=list)  # their tool_results so far
+    waiting: asyncio.Future[str] | None = None  # an unanswered PermissionRequested.reply
+    response: ModelResponse | None = None
+    final_text: str = ""
+    error: str | None = None
+    error_kind: str = "error"
+    finished: bool = False
+    ended: bool = False
+
+    def fail(self, message: str, kind: str) -> None:
+        self.error, self.error_kind = message, kind
+
+
+def unanswered_request(message: Message) -> bool:
+    """A plain user request (not a marker, not tool results, not marked already) that no assistant
+    message answered."""
+    content = message.get("content")
+    return (
+        message.get("role") == "user"
+        and isinstance(content, str)
+        and not content.startswith(UNANSWERED_MARK)
+        and parse_marker(content) is None
+    )
+
+
+def not_run(batch: list[Message]) -> list[Message]:
+    """Error results for the tool calls of a reply cut at the context window (they are not run)."""
+    return [{"type": "tool_result", "tool_use_id": block.get("id"), "content": NOT_RUN, "is_error": True}
+            for block in batch]
+
+
+__all__ = ["NOT_RUN", "WINDOW_EXCEEDED", "Turn", "not_run", "unanswered_request"]

@@ -1,0 +1,86 @@
+"""Why a model call did not reuse the previous request's cached prefix (`CacheMiss`, a contract).
+
+Defined apart from the tracker that finds it (core/usage/cache.py) so that `core.events` can
+re-export it without importing the history or the fingerprint code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+MissCause = Literal["first_call", "ttl_expired", "model_changed", "system_changed", "tools_changed", "messages_changed"]
+MISS_CAUSES: tuple[MissCause, ...] = get_args(MissCause)
+
+# The API's diagnostics.cache_miss_reason.type for each of our causes when both see the same thing
+# (None: the API's comparison of request structure finds no divergence).
+_API_TYPE: dict[str, str | None] = {
+    "first_call": None,
+    "ttl_expired": None,
+    "model_changed": "model_changed",
+    "system_changed": "system_changed",
+    "tools_changed": "tools_changed",
+    "messages_changed": "messages_changed",
+}
+API_DIAGNOSES = frozenset({"model_changed", "system_changed", "tools_changed", "messages_changed"})
+"""The API's reasons that name a divergence (the others, previous_message_not_found and unavailable,
+say it could not compare)."""
+
+
+@dataclass(frozen=True)
+class CacheMiss:
+    """**contract** Why a call did not reuse the previous request's whole cached prefix.
+
+    `cause`: one of MISS_CAUSES. `by`: what of ours changed the prefix (a compaction step, "compact",
+    or a steering action: "drop", "restore", "pin", "unpin", "undo"); None when nothing of ours did.
+    `path`: the first place that differs from the previous request ("system", "tools",
+    "messages.K" or "messages.K.content.J"). `tokens`: the previous request's cached prefix from
+    `path` on (written again). `api_reason`: the API's `diagnostics.cache_miss_reason.type`.
+    """
+
+    cause: str
+    by: str | None
+    path: str | None
+    tokens: int | None
+    api_reason: str | None = None
+
+    @property
+    def agrees(self) -> bool | None:
+        """Whether the API's diagnosis names the same divergence as ours (None: it named none)."""
+        return agrees(self.cause, self.api_reason) if self.api_reason is not None else None
+
+    def describe(self) -> str:
+        """One line: the cause, where, what did it and the tokens written again (and the API's reason)."""
+        text = self.cause.replace("_", " ")
+        if self.path:
+            text += f" at {self.path}"
+        if self.by:
+            text += f" by {self.by}"
+        if self.tokens:
+            text += f", {self.tokens:,} cached tokens written again"
+        if self.api_reason:
+            text += f" (API: {self.api_reason}{'' if self.agrees is not False else ', which disagrees'})"
+        return text
+
+
+@dataclass(frozen=True)
+class PrefixChange:
+    """The diff of a request from the previous one where its cached prefix was left: the place, and
+    the block that was there and the one there now, each in a few words (untrusted text: data)."""
+
+    path: str
+    before: str
+    after: str
+
+
+def agrees(cause: str | None, api_reason: str | None) -> bool | None:
+    """Whether our cause (None: no miss) and the API's answer agree, where the API answered: its
+    reason's type, or None for "no divergence" (the response's `diagnostics` was null). None when its
+    reason says nothing about the structure (previous_message_not_found, unavailable)."""
+    if api_reason is not None and api_reason not in API_DIAGNOSES:
+        return None
+    ours = _API_TYPE.get(cause) if cause is not None else None
+    return ours == api_reason
+
+
+__all__ = ["API_DIAGNOSES", "MISS_CAUSES", "CacheMiss", "MissCause", "PrefixChange", "agrees"]

@@ -1,0 +1,138 @@
+"""The cache-aware compaction timing, over the real SDK and the fake's prompt cache on the test's clock.
+
+While the cache is warm and the next request is under the ceiling, the steps that would rewrite the
+cached prefix wait (a CompactionHeld says which and what they would cost); they run together once
+the cache has gone cold (costing the cache nothing), once the ceiling is reached, or when the person
+compacts. "eager" runs them before every call, as the seed does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.agent import Agent
+from core.compaction import CompactionSettings
+from core.events import AgentEvent, CompactionHeld, CompactionStep, NextCallPreview
+from tests.support.fakeapi import FakeAnthropicServer, FakeClock, settings_for, text_reply, tool_reply
+from tests.support.permission import give_policy, run
+
+MODEL = "claude-sonnet-5-5"
+Build = Callable[..., Agent]
+LIMIT = CompactionSettings(context_char_limit=9_000, keep_recent_results=1, micro_min_chars=50,
+                           fit_preview_chars=400, persisted_preview_chars=500, large_result_char_limit=3_000)
+
+
+@pytest.fixture
+def clock(anthropic_env: FakeAnthropicServer) -> FakeClock:
+    return anthropic_env.use_clock(FakeClock())
+
+
+@pytest.fixture
+async def build(anthropic_env: FakeAnthropicServer, tmp_path: Path, clock: FakeClock) -> AsyncIterator[Build]:
+    for name in ("a.txt", "b.txt", "c.txt"):
+        line = f"{name} holds this line\n"
+        (tmp_path / name).write_text((line * 200)[:3_500])
+    agents: list[Agent] = []
+
+    async def allow(tool: str, tool_input: dict[str, Any]) -> bool:
+        return True
+
+    def make(**overrides: Any) -> Agent:
+        values = {"model": MODEL, "compaction": LIMIT, "compaction_timing": "cache-aware",
+                  "cache_ceiling_tokens": 100_000, **overrides}
+        agent = give_policy(Agent.from_settings(settings_for(tmp_path, **values)), allow)
+        agent.economics.clock = clock
+        agents.append(agent)
+        return agent
+
+    yield make
+    for agent in agents:
+        await agent.aclose()
+
+
+def script_three_reads(server: FakeAnthropicServer) -> None:
+    server.script(
+        tool_reply([("toolu_a", "read_file", {"path": "a.txt"})]),
+        tool_reply([("toolu_b", "read_file", {"path": "b.txt"})]),
+        tool_reply([("toolu_c", "read_file", {"path": "c.txt"})]),
+        text_reply("read all three"),
+    )
+
+
+def of(events: list[AgentEvent], kind: type) -> list[Any]:
+    return [event for event in events if isinstance(event, kind)]
+
+
+def fired(events: list[AgentEvent]) -> list[CompactionStep]:
+    return [step for step in of(events, CompactionStep) if step.saved > 0]
+
+
+async def test_steps_wait_while_the_cache_is_warm_and_run_for_free_once_it_is_cold(
+    build: Build, anthropic_env: FakeAnthropicServer, clock: FakeClock
+) -> None:
+    script_three_reads(anthropic_env)
+    agent = build()
+    events = await run(agent, "read a, b and c")
+    assert not fired(events)  # eager would have run micro_compact before the last call
+    (held,) = of(events, CompactionHeld)
+    assert [step.step for step in held.steps] == ["micro_compact"] and held.steps[0].cache_invalidated_tokens
+    assert held.ceiling == 100_000 and held.tokens and held.tokens < held.ceiling
+    assert held.cache_expires_at == agent.timeline[-2].cache_expires_at
+    last = agent.timeline[-1]
+    assert last.held == ("micro_compact",) and last.timing == "cache-aware"
+    assert last.cache_miss is None and last.chars_after > LIMIT.context_char_limit  # the warm prefix was read
+    assert held.describe().startswith("cache-aware: micro_compact waits while the cache is warm (")
+
+    preview, _ = [item async for item in agent.forecast()]
+    assert isinstance(preview, NextCallPreview) and preview.timing == "cache-aware"
+    assert [step.step for step in preview.held] == ["micro_compact"]
+    assert not [step for step in preview.steps if step.saved > 0]
+
+    clock.advance(301)  # the person went away: the cache went cold
+    anthropic_env.script(text_reply("back"))
+    events = await run(agent, "go on")
+    assert not of(events, CompactionHeld)
+    (step,) = fired(events)
+    assert step.step == "micro_compact" and step.cache_invalidated_tokens == 0  # nothing cached to lose
+    after = agent.timeline[-1]
+    assert after.cache_miss is not None and after.cache_miss.cause == "ttl_expired"
+    assert after.chars_after <= LIMIT.context_char_limit and after.held == ()
+
+
+async def test_the_ceiling_runs_the_steps_while_the_cache_is_warm(
+    build: Build, anthropic_env: FakeAnthropicServer
+) -> None:
+    script_three_reads(anthropic_env)
+    agent = build(cache_ceiling_tokens=2_500)
+    events = await run(agent, "read a, b and c")
+    assert not of(events, CompactionHeld)
+    (step,) = fired(events)
+    assert step.step == "micro_compact" and step.cache_invalidated_tokens  # run warm: it re-writes the cache
+    assert max(sample.prompt_tokens or 0 for sample in agent.timeline) < 2_500 + 1_500
+
+
+async def test_eager_runs_every_step_before_every_call(build: Build, anthropic_env: FakeAnthropicServer) -> None:
+    script_three_reads(anthropic_env)
+    agent = build(compaction_timing="eager")
+    events = await run(agent, "read a, b and c")
+    assert not of(events, CompactionHeld)
+    assert [step.step for step in fired(events)] == ["micro_compact"]
+    assert all(sample.timing == "eager" for sample in agent.timeline)
+
+
+async def test_the_person_compacting_runs_at_once_and_the_default_ceiling_is_80_percent_of_the_window(
+    build: Build, anthropic_env: FakeAnthropicServer
+) -> None:
+    anthropic_env.models[MODEL] = 50_000
+    script_three_reads(anthropic_env)
+    agent = build(cache_ceiling_tokens=0)
+    events = await run(agent, "read a, b and c")
+    (held,) = of(events, CompactionHeld)
+    assert held.ceiling == 40_000
+    anthropic_env.script(text_reply("A summary of reading three files."))
+    compacted = [event async for event in agent.compact()]
+    assert [step.step for step in of(compacted, CompactionStep)] == ["compact_history"]
