@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.client_markers import CC_CLEARED_RESULT, CC_SUMMARY_PREFIX
+from tests.support.fake_cache import ThinkingSigner
 
 CLAUDE_CODE_USER_AGENT = "claude-cli/2.1.0 (external, cli)"
 CONTEXT_MANAGEMENT = {"edits": [{"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 30000}}]}
@@ -29,7 +30,7 @@ def claude_code_messages() -> list[dict[str, Any]]:
         {"role": "user", "content": [{"type": "text", "text": CC_SUMMARY_PREFIX + " The conversation is summarized "
                                       "below:\nThe user asked to fix the failing test in app/test_x.py."}]},
         {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "I should run the tests.", "signature": "c2lnbmF0dXJl"},
+            {"type": "thinking", "thinking": "I should run the tests.", "signature": _signed("I should run the tests.")},
             {"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "pytest -q"}},
         ]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": CC_CLEARED_RESULT}]},
@@ -65,6 +66,11 @@ def _marked(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sent
 
 
+def _signed(thinking: str) -> str:
+    """A signature the loopback fake accepts for MODEL (as the API signed the block Claude Code replays)."""
+    return ThinkingSigner().signature(MODEL, thinking)
+
+
 def _user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": text}]}
 
@@ -72,7 +78,7 @@ def _user(text: str) -> dict[str, Any]:
 def _use(tool_id: str, name: str, tool_input: dict[str, Any], thinking: str | None = None) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = []
     if thinking:
-        blocks.append({"type": "thinking", "thinking": thinking, "signature": "c2lnbmF0dXJl"})
+        blocks.append({"type": "thinking", "thinking": thinking, "signature": _signed(thinking)})
     blocks.append({"type": "tool_use", "id": tool_id, "name": name, "input": tool_input})
     return {"role": "assistant", "content": blocks}
 

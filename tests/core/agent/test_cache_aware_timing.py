@@ -87,7 +87,7 @@ async def test_steps_wait_while_the_cache_is_warm_and_run_for_free_once_it_is_co
     assert last.cache_miss is None and last.chars_after > LIMIT.context_char_limit  # the warm prefix was read
     assert held.describe().startswith("cache-aware: micro_compact waits while the cache is warm (")
 
-    preview, _ = [item async for item in agent.forecast()]
+    preview, _measured, _count = [item async for item in agent.forecast()]  # preview, figures, size
     assert isinstance(preview, NextCallPreview) and preview.timing == "cache-aware"
     assert [step.step for step in preview.held] == ["micro_compact"]
     assert not [step for step in preview.steps if step.saved > 0]

@@ -579,19 +579,26 @@ async def test_stalled_stream_before_any_text_is_retried(build: Build, anthropic
 async def test_failing_summary_in_prepare_does_not_crash_the_turn(
     build: Build, anthropic_env: FakeAnthropicServer
 ) -> None:
-    anthropic_env.script(server_error("summary backend down"), text_reply("answered anyway"))
+    """The history is over the limit (each request alone is not): the summary's call fails, the turn
+    goes on with the history as it was."""
+    anthropic_env.script(text_reply("noted"), server_error("summary backend down"), text_reply("answered anyway"))
     agent = build(max_retries=0, compaction=CompactionSettings(context_char_limit=2_000))
-    request = "please look at this pasted text: " + "lorem ipsum dolor " * 200
+    first = "please keep this pasted text: " + "lorem ipsum dolor " * 70
+    await run(agent, first)
+    request = "and this one too: " + "sit amet consectetur " * 60
     events = await run(agent, request)
     errors = of(events, ErrorEvent)
-    assert len(errors) == 1 and errors[0].kind == "compaction"
+    assert len(errors) == 1 and errors[0].kind == "compaction", errors
     assert "summary" in errors[0].message
     assert_one_line(errors[0].message)
     end = finished(events)
     assert end.error is None and end.text == "answered anyway"
     requests = anthropic_env.message_requests()
-    assert [body.get("stream") is True for body in requests] == [False, True]
-    assert requests[1]["messages"] == [{"role": "user", "content": request}]
+    assert [body.get("stream") is True for body in requests] == [True, False, True]
+    assert requests[2]["messages"] == [
+        {"role": "user", "content": first}, {"role": "assistant", "content": [{"type": "text", "text": "noted"}]},
+        {"role": "user", "content": request},
+    ]
     assert not of(events, CompactionStep)
     assert_history_valid(agent)
 

@@ -331,7 +331,7 @@ async def test_the_preview_prices_a_step_as_it_will_cost(
     await run(agent, "read all")
     agent.auto_compact = True
     (preview,) = [step for step in await agent.preview() if step.step == "micro_compact"]
-    forecast, count = [item async for item in agent.forecast()]
+    forecast, _measured, count = [item async for item in agent.forecast()]  # preview, figures, size
     assert isinstance(forecast, NextCallPreview) and isinstance(count, TokenCount) and count.tokens
     assert forecast.steps and forecast.timing == "eager" and forecast.held == ()
     events = await run(agent, "next")
