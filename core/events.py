@@ -11,6 +11,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from core.facts.ledger import LedgerChanged
+from core.facts.records import Fact, LedgerEntry
 from core.usage.timeline import ContextSample, TokenCount
 
 StepName = Literal[
@@ -105,6 +107,8 @@ class CompactionStep:
     messages_affected: int
     files_written: tuple[str, ...] = ()
     detail: str = ""
+    ledger: tuple[LedgerEntry, ...] = ()
+    """What the step took out of the context, one entry per tool result or run of messages."""
 
     @property
     def saved(self) -> int:
@@ -160,6 +164,12 @@ class HistoryChanged:
     chars: int = 0
     changes: tuple[Splice, ...] = ()
     reason: str = ""
+    facts: tuple[Fact, ...] = ()
+    """The facts this change made new, or whose visibility or archive file it changed (in the order
+    first seen): a view of `agent.facts()` keyed by (kind, text) applies them."""
+    ledger: LedgerChanged | None = None
+    """What the change did to `agent.ledger` (a compaction's or a drop's entries; entries a restore
+    or an undo brought back)."""
 
 
 @dataclass(frozen=True)

@@ -47,10 +47,19 @@ from core.events import (
     TurnFinished,
     TurnStarted,
 )
-from core.history.messages import interrupted_result, text_of, tool_result_ids, user_pin_key
+from core.facts.rebuild import archived_facts, read_back
+from core.facts.records import FactReport, LedgerEntry
+from core.facts.review import SummaryReview, review_summary
+from core.history.messages import (
+    interrupted_result,
+    text_of,
+    tool_result_ids,
+    unanswered_request,
+    user_pin_key,
+)
 from core.history.store import History
 from core.history.tokens import TokenCounter
-from core.markers import UNANSWERED_MARK, parse_marker, unanswered
+from core.markers import unanswered
 from core.model.base import Model, ModelError, ModelResponse, PromptTooLongError, Retrying, TextChunk
 from core.sessions.log import SessionLog
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput
@@ -110,6 +119,10 @@ class Agent:
             compactor, self.conversation, undo_depth=self.settings.undo_depth, auto_compact=self.settings.auto_compact,
         )
         self.tokens = token_counter or TokenCounter()
+        self.keeper.next_call = lambda: len(self._timeline.samples) + 1
+        self.keeper.count_tokens = compactor.count_tokens = self.tokens.count_text
+        if messages:  # a history handed in: what its archive holds is a fact too
+            self.conversation.facts.add_archived(archived_facts(self.conversation.history, self.archive))
         self.system_prompt = system_prompt or SYSTEM_PROMPT.format(workdir=workdir)
         self.max_steps = max_steps
         self.allow_all = self.settings.yes if allow_all is None else allow_all
@@ -128,7 +141,7 @@ class Agent:
         stack = build_stack(settings, model)
         agent = cls(stack.model, stack.toolbox, stack.compactor, settings=stack.settings, session=stack.session,
                     messages=stack.replay.messages, allow_all=allow_all)
-        agent.keeper.take_over(stack.replay.compactions, stack.replay.pins)
+        agent.keeper.take_over(stack.replay.compactions, stack.replay.pins, stack.replay.ledger)
         if stack.resumed is not None:
             agent.conversation.resumed_from = str(stack.resumed)
             agent._announce = Notice(f"resumed {len(stack.replay.messages)} messages from {stack.resumed}")
@@ -179,6 +192,24 @@ class Agent:
     def pinned(self) -> frozenset[str]:
         """What every compaction step keeps byte-exact: tool_use ids and `user:` keys."""
         return self.keeper.pinned
+
+    @property
+    def ledger(self) -> list[LedgerEntry]:
+        """**contract** What each step and drop took out of the context, oldest first (core/facts/)."""
+        return list(self.keeper.ledger.entries)
+
+    def facts(self) -> FactReport:
+        """**contract** Every fact the conversation held, visible or not in the history as it is now."""
+        return self.conversation.facts.report()
+
+    async def keep_fact(self, text: str, kind: str = "constraint") -> tuple[HistoryChanged | None, Notice]:
+        """Make a fact visible again and keep it through every later step (its message pinned, or a note)."""
+        self._idle("keep a fact")
+        return await self.keeper.keep_fact(text, kind)
+
+    def review_summary(self, summary: str | None) -> SummaryReview:
+        """Which visible facts a summary with this text keeps and which it drops (None: before it is written)."""
+        return review_summary(self.facts(), summary, self.messages, self.conversation.request, self.pinned)
 
     @property
     def timeline(self) -> list[ContextSample]:
@@ -293,7 +324,7 @@ class Agent:
         history = self.conversation.history
         last = history[-1] if history else None
         # a pinned message is never rewritten (it may also just follow a summary that carried it)
-        if last is not None and _unanswered_request(last) and user_pin_key(last) not in self.pinned:
+        if last is not None and unanswered_request(last) and user_pin_key(last) not in self.pinned:
             if last["content"] == request:
                 return
             marked = {**last, "content": unanswered(last["content"])}
@@ -497,16 +528,7 @@ class Agent:
 
     async def recompact_warning(self) -> Notice | None:
         """After an undo: a warning when automatic compaction would compact again on the next call."""
-        if not self.auto_compact or self.running:
-            return None
-        fired = [step.step for step in await self.preview() if step.saved > 0 or step.step == "compact_history"]
-        if not fired:
-            return None
-        notice = Notice(
-            f"automatic compaction is on: the next call would run {' + '.join(dict.fromkeys(fired))} again; "
-            "pause it, or compact with a focus instead", "warning")
-        self.conversation.log(notice)
-        return notice
+        return None if self.running else await self.keeper.recompact_warning(self.conversation.request)
 
     async def draft_summary(self, focus: str | None = None) -> str:
         """A summary of the history as a manual compact would ask for it; changes nothing. Review (and
@@ -558,11 +580,12 @@ class Agent:
         The timeline and the session's permissions start empty, as after `new_session`."""
         self._idle("resume a session")
         replay = await asyncio.to_thread(SessionLog.replay, path, self.settings.undo_depth)
+        facts = await asyncio.to_thread(read_back, replay.messages, self.archive)
         self._idle("resume a session")
-        changed = self.conversation.start_new(replay.messages, "resume")
+        changed = self.conversation.start_new(replay.messages, "resume", facts)
         self._forget_session_state()
         self.conversation.resumed_from = str(path)
-        self.keeper.take_over(replay.compactions, replay.pins)
+        self.keeper.take_over(replay.compactions, replay.pins, replay.ledger)
         return changed
 
     def _forget_session_state(self) -> None:
@@ -574,18 +597,6 @@ class Agent:
     async def aclose(self) -> None:
         await self.conversation.close()
         await self.model.aclose()
-
-
-def _unanswered_request(message: Message) -> bool:
-    """A plain user request (not a marker, not tool results, not marked already) that no assistant
-    message answered."""
-    content = message.get("content")
-    return (
-        message.get("role") == "user"
-        and isinstance(content, str)
-        and not content.startswith(UNANSWERED_MARK)
-        and parse_marker(content) is None
-    )
 
 
 __all__ = ["Agent"]

@@ -69,6 +69,15 @@ class SnipPlan:
     def count(self) -> int:
         return self.archived_before + self.archived_now
 
+    def detail(self) -> str:
+        """The step's one-line detail: how many messages it archived."""
+        detail = f"{self.archived_now} messages archived"
+        if self.archived_before:
+            detail += f" ({self.count} in all with the {self.archived_before} archived earlier)"
+        if self.request_readded:
+            detail += "; the current request was put back after the marker"
+        return detail
+
     def result(self, messages: Sequence[Message], transcript: str, active_request: str | None) -> list[Message]:
         marker = {"role": "user", "content": snip_marker(self.count, transcript)}
         request = [{"role": "user", "content": active_request}] if self.request_readded and active_request else []

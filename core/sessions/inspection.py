@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.compaction import CompactionSettings
-from core.events import CompactionStep
+from core.events import CompactionStep, LedgerEntry
 from core.history import estimate_chars
 from core.history.messages import current_request
 from core.markers import parse_marker
@@ -49,6 +49,8 @@ class Inspected:
     workdir: Path | None = None  # where archive paths in markers resolve
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
+    ledger: list[LedgerEntry] = field(default_factory=list)  # a ctxtui session's ledger (from its log)
+    cuts: list[int] = field(default_factory=list)  # Claude Code: where each compaction boundary cut `archived`
 
 
 
@@ -109,7 +111,7 @@ def _load_jsonl(path: Path) -> Inspected:
         replay = SessionLog.replay(path)
         workdir = replay.meta.get("workdir")
         root = Path(workdir) if isinstance(workdir, str) else path.parent.parent.parent
-        return Inspected(path, "session", replay.messages, workdir=root, skipped=replay.skipped)
+        return Inspected(path, "session", replay.messages, workdir=root, skipped=replay.skipped, ledger=replay.ledger)
     if looks_like_claude_code(first) or _any_claude_code(path):
         session = read_claude_code(path)
         notes = []
@@ -119,7 +121,8 @@ def _load_jsonl(path: Path) -> Inspected:
         if session.sidechain_records:
             notes.append(f"{session.sidechain_records} side-chain records left out")
         return Inspected(path, "claude-code", session.messages, archived=session.archived, summary=session.summary,
-                         workdir=Path(session.cwd) if session.cwd else None, skipped=session.skipped, notes=notes)
+                         workdir=Path(session.cwd) if session.cwd else None, skipped=session.skipped, notes=notes,
+                         cuts=session.cuts)
     records, skipped = read_records(path)
     messages: list[Message] = [record for record in records if valid_message(record)]
     skipped += len(records) - len(messages)

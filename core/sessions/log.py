@@ -10,7 +10,8 @@ history: at the start of a session that resumes one, when everything was replace
 splices since the last snapshot outweigh one (a damaged splice then costs at most that stretch).
 A "compaction" record (its steps and files) says that the change right after it is a compaction,
 so a replay can offer undo for it again: the history before that change and after it are the two
-states undo needs (a later "undo" change takes the newest one back off).
+states undo needs (a later "undo" change takes the newest one back off). An "event" record of kind
+"LedgerChanged" is a change of the ledger (core/facts/ledger.py): replaying them gives it back.
 Records are queued synchronously (callable from `finally` blocks) and written by a background task
 in a worker thread. Settings and environment (the API key above all) are never recorded.
 
@@ -37,7 +38,8 @@ from typing import Any, TypeGuard
 
 from core.archive import make_private_dir as archive_private_dir
 from core.compaction.steering import Compaction
-from core.events import Splice
+from core.events import LedgerEntry, Splice
+from core.facts.ledger import Ledger, replay_change
 from core.history import estimate_chars, pairing_problems
 from core.history.messages import repair_pairing
 from core.text import error_line
@@ -116,6 +118,7 @@ class Replay:
     skipped: int = 0  # lines that were cut, not JSON, or not of a valid shape
     pins: list[str] = field(default_factory=list)  # the last "pins" record: pinned tool_use ids and user: keys
     compactions: list[Compaction] = field(default_factory=list)  # undo records, oldest first (replay(undo_depth=))
+    ledger: list[LedgerEntry] = field(default_factory=list)  # what the steps and drops took out, oldest first
 
     @property
     def valid(self) -> bool:
@@ -287,6 +290,7 @@ class SessionLog:
         broken = False  # a splice did not fit: later splices wait for the next snapshot
         pending: dict[str, Any] | None = None  # a compaction record: the change right after it is one
         undo: list[Compaction] = []
+        ledger = Ledger()
         with path.open("r", encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 if not line.strip():
@@ -322,11 +326,14 @@ class SessionLog:
                     replay.pins = [str(item) for item in entry["ids"] if isinstance(item, str)]
                 elif kind == "meta" and not replay.meta:
                     replay.meta = entry
+                elif kind == "event" and entry.get("kind") == "LedgerChanged":
+                    replay_change(ledger, entry.get("event"))
                 elif kind != "event":
                     replay.skipped += 1
         messages = [message for message in messages if valid_message(message)]
         replay.messages = repair_pairing(messages)
         replay.compactions = _usable_undo(undo)
+        replay.ledger = ledger.entries
         return replay
 
 

@@ -48,8 +48,11 @@ def event_record(event: Any) -> dict[str, Any] | None:
         return {"type": "tool_result", "id": event.tool_use_id, "name": event.name, "output": event.output,
                 "chars": event.output_chars, "is_error": event.is_error, "duration": round(event.duration, 3)}
     if isinstance(event, CompactionStep):
+        from dataclasses import asdict
+
         return {"type": "compaction", "step": event.step, "before": event.chars_before, "after": event.chars_after,
-                "messages_affected": event.messages_affected, "files": list(event.files_written)}
+                "messages_affected": event.messages_affected, "files": list(event.files_written),
+                "ledger": [asdict(entry) for entry in event.ledger]}
     if isinstance(event, Notice):
         return {"type": "notice", "kind": event.kind, "message": event.message}
     if isinstance(event, ErrorEvent):
