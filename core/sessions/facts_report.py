@@ -65,8 +65,10 @@ def _claude_code_facts(inspected: Inspected) -> list[Fact]:
              for position, message in enumerate(inspected.archived) for key, _ in facts_of(message)]
     named = _named_transcript(inspected)
     if named is not None:
+        earlier = read_claude_code(named)
         found += [(key, f"messages.{position}", str(named))
-                  for position, message in enumerate(read_claude_code(named).messages) for key, _ in facts_of(message)]
+                  for position, message in enumerate([*earlier.archived, *earlier.messages])
+                  for key, _ in facts_of(message)]
     index.add_archived(found)
     return index.report().facts
 
