@@ -1,14 +1,15 @@
 """The fact index: every fact the conversation held, kept up to date from the history's splices.
 
 Each message of the history has a row: the facts known to be in its JSON. A fact is visible while
-some row holds it. A change costs what it changed: the rows it removed give up their facts, the
-messages it added are read for the facts they are a source of (core/facts/extract.py) and searched
-for the facts that are out of the context (so a fact that comes back, in a kept note or a re-read
-file, is seen). A fact whose last known holder left is searched for in the whole history once
-before it is called not visible (a fact is only recorded in the messages it came from and in those
-searched for it, and another message may quote it); it is then out of the context, with the archive
-file of the step that removed its last holder (the ledger entry of that step: its transcript for a
-run of messages, the result's file for a tool result), and every later message is searched for it.
+some row holds it. A change costs what it changed: the rows it removed give up their facts, and each
+message it added is read for the facts it is a source of (core/facts/extract.py), then searched, in
+one pass, for every fact the conversation ever held (core/facts/patterns.py), so a fact quoted in a
+reply, kept in a note or read again is seen where it is. The one search a change cannot make is for
+a new fact in the messages added before it was first seen: that search is made when the fact's last
+known holder leaves, before it is called not visible, once per fact (afterwards every row has been
+searched for it). A fact that leaves is out of the context with the archive file of the step that
+removed its last holder (that step's ledger entry: its transcript for a run of messages, the
+result's file for a tool result).
 
 Visibility is the contract's: the fact's text, JSON-escaped as `json.dumps(..., ensure_ascii=False)`
 writes it, is a substring of one message's JSON (the request's JSON is those messages joined with
@@ -24,6 +25,7 @@ from typing import Any
 
 from core.events import Splice
 from core.facts.extract import FactKey, facts_of
+from core.facts.patterns import Patterns
 from core.facts.records import Fact, FactReport, LedgerEntry
 from core.history.sizes import dumps
 
@@ -34,10 +36,12 @@ Part = tuple[int, Sequence[LedgerEntry]]
 
 @dataclass
 class _Row:
-    """One message of the history and the facts known to be in it (with the tool_use id of the
-    result an error line came from)."""
+    """One message of the history, the facts known to be in it (with the tool_use id of the result an
+    error line came from), and when it was added (rows added before a fact was first seen were not
+    searched for it)."""
 
     message: Any
+    serial: int
     keys: dict[FactKey, str | None] = field(default_factory=dict)
 
 
@@ -48,9 +52,9 @@ class _State:
     escaped: str
     order: int
     source: str
+    discovered: int  # rows with a smaller serial were not searched for it (0: every row was)
     holders: int = 0
     path: str | None = None
-    watched: bool = False  # out of the context, and every new message is searched for it
 
     def fact(self) -> Fact:
         visible = self.holders > 0
@@ -68,7 +72,8 @@ class FactIndex:
     def __init__(self, messages: Sequence[Message] = (), fallback: str | None = None) -> None:
         self._rows: list[_Row] = []
         self._facts: dict[FactKey, _State] = {}
-        self._watched: dict[FactKey, _State] = {}
+        self._patterns = Patterns()
+        self._serial = 0
         self.fallback = fallback
         """The file that holds every message of this history when no step's file does (the session log)."""
         if messages:
@@ -88,7 +93,7 @@ class FactIndex:
         return state.fact() if state is not None else None
 
     def holders(self, kind: str, text: str) -> list[int]:
-        """The positions of the messages known to hold a fact (all of them while it is visible)."""
+        """The positions of the messages that hold a fact."""
         key = (kind, text)
         return [position for position, row in enumerate(self._rows) if key in row.keys]
 
@@ -100,37 +105,39 @@ class FactIndex:
         (and what it took out), for the archive file of a fact that leaves."""
         before: dict[FactKey, tuple[bool, str | None]] = {}
         suspects: set[FactKey] = set()
-        where: dict[FactKey, str] = {}
-        added_rows: list[_Row] = []
+        added: list[_Row] = []
+        removed: list[_Row] = []  # held until the end, so that no new row can take a removed one's id
+        first = self._serial
+        new: list[_State] = []
         for number, change in enumerate(changes):
             entries = _entries_of(parts, number)
             start, stop = change.start, change.start + change.removed
             for position in range(start, stop):
                 row = self._rows[position]
+                removed.append(row)
                 for key, block in row.keys.items():
                     state = self._facts[key]
-                    before.setdefault(key, (state.holders > 0, state.path))
+                    before.setdefault(key, _seen(state))
                     state.holders -= 1
                     if state.holders == 0:
                         suspects.add(key)
-                    path = _taken_to(position, row, key, block, state.escaped, entries)
-                    if path is not None:
-                        where[key] = path
-            rows = [self._row(message, position, before) for position, message in enumerate(change.added, start)]
+                    # the newest file a step wrote it to (kept while other holders keep it visible)
+                    state.path = _taken_to(position, row, key, block, state.escaped, entries) or state.path
+            rows = [self._row(message, position, first, before, new) for position, message in enumerate(change.added, start)]
             self._rows[start:stop] = rows
-            added_rows.extend(rows)
-        if self._watched and added_rows:
-            self._search(added_rows, list(self._watched.values()), before)
+            added.extend(rows)
+        self._patterns.add((state.escaped, (state.kind, state.text)) for state in new)
+        gone = {id(row) for row in removed}
+        for row in added:
+            if id(row) not in gone:  # a row added, then removed by a later splice of the same change
+                self._scan(row, before)
         lost = [self._facts[key] for key in suspects if self._facts[key].holders == 0]
         if lost:
-            self._search(self._rows, lost, before)
+            self._search_older(lost, before)
         for state in lost:
             if state.holders == 0:
-                state.path = where.get((state.kind, state.text)) or state.path or self.fallback
-                state.watched = True
-                self._watched[(state.kind, state.text)] = state
-        changed = [self._facts[key] for key, old in before.items()
-                   if old != (self._facts[key].holders > 0, self._facts[key].path)]
+                state.path = state.path or self.fallback
+        changed = [self._facts[key] for key, old in before.items() if old != _seen(self._facts[key])]
         return tuple(state.fact() for state in sorted(changed, key=lambda state: state.order))
 
     def add_archived(self, found: Iterable[tuple[FactKey, str, str]]) -> None:
@@ -141,47 +148,62 @@ class FactIndex:
         for (kind, text), source, path in found:
             if (kind, text) in self._facts:
                 continue
-            state = _State(kind, text, escaped(text), len(self._facts), source, path=path)
+            state = _State(kind, text, escaped(text), len(self._facts), source, self._serial, path=path)
             self._facts[(kind, text)] = state
             new.append(state)
+        self._patterns.add((state.escaped, (state.kind, state.text)) for state in new)
         if new:
-            self._search(self._rows, new, {})
-        for state in new:
-            if state.holders == 0:
-                state.watched = True
-                self._watched[(state.kind, state.text)] = state
+            self._search_older(new, {})
 
-    def _row(self, message: Any, position: int, before: dict[FactKey, tuple[bool, str | None]]) -> _Row:
-        row = _Row(message)
+    def _row(self, message: Any, position: int, first: int, before: dict[FactKey, tuple[bool, str | None]],
+             new: list[_State]) -> _Row:
+        row = _Row(message, self._serial)
+        self._serial += 1
         for key, block in facts_of(message):
             state = self._facts.get(key)
             if state is None:
                 state = self._facts[key] = _State(key[0], key[1], escaped(key[1]), len(self._facts),
-                                                  f"messages.{position}")
+                                                  f"messages.{position}", first)
                 before[key] = (False, None)  # new: reported whatever it is
+                new.append(state)
             else:
-                before.setdefault(key, (state.holders > 0, state.path))
+                before.setdefault(key, _seen(state))
             row.keys[key] = block
-            self._hold(state)
+            state.holders += 1
         return row
 
-    def _hold(self, state: _State) -> None:
-        state.holders += 1
-        if state.watched:
-            state.watched = False
-            self._watched.pop((state.kind, state.text), None)
+    def _scan(self, row: _Row, before: dict[FactKey, tuple[bool, str | None]]) -> None:
+        """Record every fact whose text the row's JSON holds (one pass, whatever the number of facts)."""
+        for key in self._patterns.find(dumps(row.message)):
+            if key not in row.keys:
+                state = self._facts[key]
+                before.setdefault(key, _seen(state))
+                row.keys[key] = None
+                state.holders += 1
 
-    def _search(self, rows: Iterable[_Row], states: list[_State],
-                before: dict[FactKey, tuple[bool, str | None]]) -> None:
-        """Record every row of `rows` whose JSON holds one of `states`' texts."""
-        for row in rows:
-            text = dumps(row.message)
+    def _search_older(self, states: list[_State], before: dict[FactKey, tuple[bool, str | None]]) -> None:
+        """Search the rows added before each fact was first seen (the only ones not searched for it);
+        afterwards every row has been, so this happens once per fact."""
+        oldest = max(state.discovered for state in states)
+        for row in self._rows:
+            if row.serial >= oldest:
+                continue
+            text: str | None = None
             for state in states:
                 key = (state.kind, state.text)
-                if key not in row.keys and state.escaped in text:
-                    before.setdefault(key, (state.holders > 0, state.path))
-                    row.keys[key] = None
-                    self._hold(state)
+                if row.serial < state.discovered and key not in row.keys:
+                    text = dumps(row.message) if text is None else text
+                    if state.escaped in text:
+                        before.setdefault(key, _seen(state))
+                        row.keys[key] = None
+                        state.holders += 1
+        for state in states:
+            state.discovered = 0
+
+
+def _seen(state: _State) -> tuple[bool, str | None]:
+    """What a view shows of a fact: visible, or the file that holds it."""
+    return (True, None) if state.holders > 0 else (False, state.path)
 
 
 def _entries_of(parts: Sequence[Part], number: int) -> Sequence[LedgerEntry]:
