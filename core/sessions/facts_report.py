@@ -101,10 +101,11 @@ def facts_and_ledger_text(data: dict[str, Any]) -> str:
     if "ledger" in data:
         entries = data["ledger"]
         lines += ["", f"ledger: {len(entries)} item(s) taken out of the context"]
+        width = min(60, max((len(one_line(entry["label"], 60)) for entry in entries), default=0))
         for entry in entries:
             tokens = f", {entry['tokens']:,} tok" if entry["tokens"] is not None else ""
             back = f", back ({entry['returned']})" if entry.get("returned") else ""
-            lines.append(f"  call {entry['call']:>3}  {entry['step']:<18} {one_line(entry['label'], 60):<60} "
+            lines.append(f"  call {entry['call']:>3}  {entry['step']:<18} {one_line(entry['label'], 60):<{width}} "
                          f"{entry['chars']:>9,} ch{tokens}  {entry['path'] or '-'}"
                          f"{' restorable' if entry['restorable'] else ''}{back}")
     if "facts" in data:
