@@ -182,6 +182,9 @@ class NextCallPreview:
     shortened: frozenset[str] = frozenset()
     pinned: frozenset[str] = frozenset()
     paused: bool = False
+    at_risk: tuple[Fact, ...] = ()
+    """When the next call would summarise: the visible facts only the summary could keep (constraints
+    first): neither the request nor anything pinned holds them."""
 
 
 NoticeKind = Literal["info", "retry", "session", "warning"]

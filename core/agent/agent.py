@@ -47,7 +47,7 @@ from core.events import (
     TurnFinished,
     TurnStarted,
 )
-from core.facts.rebuild import archived_facts, read_back
+from core.facts.rebuild import read_back
 from core.facts.records import FactReport, LedgerEntry
 from core.facts.review import SummaryReview, review_summary
 from core.history.messages import (
@@ -115,14 +115,10 @@ class Agent:
             messages or [], session=session, state_dir=self.settings.state_dir,
             meta={"model": model.name, "workdir": str(workdir)},
         )
+        self.tokens = token_counter or TokenCounter()
         self.keeper = ContextKeeper(
             compactor, self.conversation, undo_depth=self.settings.undo_depth, auto_compact=self.settings.auto_compact,
-        )
-        self.tokens = token_counter or TokenCounter()
-        self.keeper.next_call = lambda: len(self._timeline.samples) + 1
-        self.keeper.count_tokens = compactor.count_tokens = self.tokens.count_text
-        if messages:  # a history handed in: what its archive holds is a fact too
-            self.conversation.facts.add_archived(archived_facts(self.conversation.history, self.archive))
+            next_call=lambda: len(self._timeline.samples) + 1, count_tokens=self.tokens.count_text)
         self.system_prompt = system_prompt or SYSTEM_PROMPT.format(workdir=workdir)
         self.max_steps = max_steps
         self.allow_all = self.settings.yes if allow_all is None else allow_all
@@ -480,7 +476,8 @@ class Agent:
             for tool_use_id in tool_result_ids(message)
             if self.archive.expected_tool_result_path(tool_use_id) in files
         ) if files else frozenset()
-        yield NextCallPreview(tuple(steps), shortened, self.pinned, not self.auto_compact)
+        at_risk = self.review_summary(None).dropped if any(step.step == "compact_history" for step in steps) else ()
+        yield NextCallPreview(tuple(steps), shortened, self.pinned, not self.auto_compact, at_risk)
         yield await self.count_next_request()
 
     # --- steering (DESIGN.md, "Steering"): each refuses while a turn runs -----------------------------

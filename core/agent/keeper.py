@@ -38,6 +38,7 @@ from core.facts.entries import count_removed, result_entry
 from core.facts.extract import facts_of
 from core.facts.index import Part
 from core.facts.ledger import Ledger
+from core.facts.rebuild import archived_facts
 from core.history.messages import USER_PIN_PREFIX, find_user_message, text_of, tool_result_ids, user_pin_key
 from core.history.sizes import dumps, estimate_chars
 from core.markers import kept_note
@@ -52,7 +53,8 @@ class ContextKeeper:
     """Keeps the conversation's context under its limit, and takes the user's hand on it."""
 
     def __init__(
-        self, compactor: Compactor, conversation: Conversation, *, undo_depth: int, auto_compact: bool = True
+        self, compactor: Compactor, conversation: Conversation, *, undo_depth: int, auto_compact: bool = True,
+        next_call: Callable[[], int] | None = None, count_tokens: Callable[[str], int] | None = None,
     ) -> None:
         self.compactor = compactor
         self.conversation = conversation
@@ -63,10 +65,12 @@ class ContextKeeper:
         """Every compaction applied to this history, oldest first (what `undo` reverses)."""
         self.ledger = Ledger()
         """What every step and drop took out of the context (`Agent.ledger`)."""
-        self.next_call: Callable[[], int] = lambda: 0
+        self.next_call: Callable[[], int] = next_call or (lambda: 0)
         """The number of the model call the next change is made before (the agent's timeline)."""
-        self.count_tokens: Callable[[str], int] | None = None
-        """Counts the tokens of what a drop takes out (the compactor counts its steps' own)."""
+        self.count_tokens = compactor.count_tokens = count_tokens
+        """Counts the tokens of what a step or a drop takes out (its ledger entries)."""
+        if conversation.history:  # a history handed in: the facts behind its markers are in the archive
+            conversation.facts.add_archived(archived_facts(conversation.history, self.archive))
 
     @property
     def archive(self) -> Archive:

@@ -170,3 +170,28 @@ async def test_the_ledger_and_the_archived_facts_come_back_with_a_resumed_sessio
     await resumed.aclose()
     again = make(tmp_path, made, resume=True)
     assert again.ledger == ledger
+
+
+async def test_the_preview_names_the_constraints_only_a_summary_could_keep(tmp_path: Path, made: list[Agent]) -> None:
+    from core.events import NextCallPreview
+
+    long = "y" * 3_000
+    messages = [{"role": "user", "content": TYPED}, {"role": "assistant", "content": [{"type": "text", "text": long}]},
+                {"role": "user", "content": "Now do the next thing. " + long}]
+    agent = Agent.from_settings(Settings(workdir=tmp_path, offline=True,
+                                         compaction=CompactionSettings(context_char_limit=5_000)),
+                                model=OfflineModel(chunk_delay=0))
+    made.append(agent)
+    agent.conversation.replace(messages, "test")
+
+    async def preview_now() -> NextCallPreview:
+        previews = [item async for item in agent.forecast() if isinstance(item, NextCallPreview)]
+        assert len(previews) == 1
+        return previews[0]
+
+    preview = await preview_now()
+    assert [step.step for step in preview.steps][-1] == "compact_history"
+    assert [fact.text for fact in preview.at_risk] == [RULE, OTHER]
+    await agent.pin(agent.pin_key(0) or "")
+    preview = await preview_now()
+    assert preview.at_risk == ()  # the pinned message carries both after any summary
