@@ -55,10 +55,15 @@ class _State:
     discovered: int  # rows with a smaller serial were not searched for it (0: every row was)
     holders: int = 0
     path: str | None = None
+    shown: Fact | None = None  # the last Fact made of it (a report reuses it while nothing changed)
 
     def fact(self) -> Fact:
         visible = self.holders > 0
-        return Fact(self.kind, self.text, self.source, visible, None if visible else self.path)
+        path = None if visible else self.path
+        shown = self.shown
+        if shown is None or shown.visible != visible or shown.path != path:
+            shown = self.shown = Fact(self.kind, self.text, self.source, visible, path)
+        return shown
 
 
 def escaped(text: str) -> str:
