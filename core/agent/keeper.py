@@ -231,9 +231,11 @@ class ContextKeeper:
         if facts.fact(kind, text) is None:
             raise SteeringError(f"no {kind} {text!r} in this conversation")
         history = self.conversation.history
+        request = self.conversation.request
         for index in reversed(facts.holders(kind, text)):
             key = user_pin_key(history[index])
-            if key is not None and (kind, text) in dict(facts_of(history[index])):
+            # not the current request: a summary holds that in its marker, and a pin does not follow it there
+            if key is not None and history[index].get("content") != request and (kind, text) in dict(facts_of(history[index])):
                 if key in self.pinned:
                     return None, Notice(f"the message with {text!r} is pinned already: every step keeps it")
                 self._set_pins(self.pinned | {key})

@@ -110,9 +110,24 @@ async def test_keeping_a_constraint_makes_it_visible_in_the_next_request_and_thr
 async def test_keeping_a_constraint_still_in_context_pins_its_message(tmp_path: Path, made: list[Agent]) -> None:
     agent = make(tmp_path, made)
     await events_of(agent.run_turn(TYPED))
+    await events_of(agent.run_turn("read f0.txt"))
     changed, notice = await agent.keep_fact(RULE)
     assert changed is None and "its message is pinned" in notice.message
     assert agent.pinned == {agent.pin_key(0)}
+
+
+async def test_keeping_a_constraint_of_the_current_request_adds_a_note(tmp_path: Path, made: list[Agent]) -> None:
+    # a summary holds the current request in its marker, where a pin of its message would not follow it
+    model = RecordingModel()
+    agent = make(tmp_path, made, model)
+    await events_of(agent.run_turn(TYPED))
+    changed, _ = await agent.keep_fact(RULE)
+    assert changed is not None and agent.messages[-1]["content"].endswith("\n" + RULE)
+    await events_of(agent.compact(None, summary="nothing"))
+    await events_of(agent.run_turn("read f0.txt"))
+    await events_of(agent.compact(None, summary="nothing again"))
+    await events_of(agent.run_turn("read f1.txt"))
+    assert json.dumps(RULE)[1:-1] in model.requests[-1]
     with pytest.raises(Exception, match="no constraint"):
         await agent.keep_fact("never heard of it")
 
