@@ -11,6 +11,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from core.facts.ledger import LedgerChanged
+from core.facts.records import Fact, LedgerEntry
 from core.usage.miss import CacheMiss as CacheMiss  # re-exported: a contract name of core.events
 from core.usage.timeline import ContextSample, TokenCount
 
@@ -118,6 +120,8 @@ class CompactionStep:
     cache_invalidated_tokens: int | None = None
     break_even_calls: float | None = None
     saved_tokens: int | None = None
+    ledger: tuple[LedgerEntry, ...] = ()
+    """What the step took out of the context, one entry per tool result or run of messages."""
 
     @property
     def saved(self) -> int:
@@ -219,6 +223,12 @@ class HistoryChanged:
     reason: str = ""
     cache_invalidated_tokens: int | None = None  # a steering action's cost to the cache (see CompactionStep)
     break_even_calls: float | None = None
+    facts: tuple[Fact, ...] = ()
+    """The facts this change made new, or whose visibility or archive file it changed (in the order
+    first seen): a view of `agent.facts()` keyed by (kind, text) applies them."""
+    ledger: LedgerChanged | None = None
+    """What the change did to `agent.ledger` (a compaction's or a drop's entries; entries a restore
+    or an undo brought back)."""
 
 
 @dataclass(frozen=True)
@@ -235,6 +245,10 @@ class NextCallPreview:
     paused: bool = False
     timing: str = "eager"
     held: tuple[CompactionStep, ...] = ()
+
+    at_risk: tuple[Fact, ...] = ()
+    """When the next call would summarise: the visible facts only the summary could keep (constraints
+    first): neither the request nor anything pinned holds them."""
 
     @property
     def fired(self) -> tuple[StepName, ...]:

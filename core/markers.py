@@ -45,6 +45,7 @@ def summary_message(title: str, request: str, summary: str, path: str) -> str:
 
 RESTORED_HEADING = "[Restored from the archive: {path}]"
 UNANSWERED_MARK = "[An earlier request that got no answer: the turn ended before a reply. The current request follows.]"
+KEPT_HEADING = "[Kept by you, from earlier in this conversation]"
 
 
 def restored_message(path: str, text: str) -> str:
@@ -58,9 +59,9 @@ def unanswered(request: str) -> str:
 
 
 def is_note(text: str) -> bool:
-    """Text ctxtui put into a user message that is not the person's request: a restored result or
-    an unanswered request."""
-    return text.startswith((RESTORED_HEADING.split("{")[0], UNANSWERED_MARK))
+    """Text ctxtui put into a user message that is not the person's request: a restored result, an
+    unanswered request or a kept constraint."""
+    return text.startswith((RESTORED_HEADING.split("{")[0], UNANSWERED_MARK, KEPT_HEADING))
 
 
 def request_marker(request: str) -> str:
@@ -157,3 +158,8 @@ def archived_path(text: Any) -> str | None:
     """The path a persisted-output block or placeholder claims (untrusted), or None if `text` is neither."""
     marker = parse_marker(text)
     return marker.path if marker is not None and marker.kind in ("persisted", "placeholder") else None
+
+
+def kept_note(text: str) -> str:
+    """The short pinned note that puts a fact (a constraint) back in the context (`agent.keep_fact`)."""
+    return f"{KEPT_HEADING}\n{text}"

@@ -27,7 +27,7 @@ from core.agent.conversation import Conversation
 from core.agent.economics import Economics
 from core.agent.keeper import ContextKeeper, SummaryStep
 from core.agent.meter import ContextMeter
-from core.agent.turn import WINDOW_EXCEEDED, Turn, not_run, unanswered_request
+from core.agent.turn import WINDOW_EXCEEDED, Turn, not_run
 from core.archive import Archive
 from core.compaction.pipeline import Compactor
 from core.compaction.steering import Compaction, SteeringError
@@ -48,8 +48,11 @@ from core.events import (
     TurnFinished,
     TurnStarted,
 )
+from core.facts.rebuild import read_back
+from core.facts.records import FactReport, LedgerEntry
+from core.facts.review import SummaryReview, review_summary
 from core.history.intake import valid_text
-from core.history.messages import interrupted_result, text_of, user_pin_key
+from core.history.messages import interrupted_result, text_of, unanswered_request, user_pin_key
 from core.history.store import History
 from core.history.thinking import ThinkingLedger
 from core.history.tokens import TokenCounter
@@ -97,10 +100,10 @@ class Agent:
             messages or [], session=session, state_dir=self.settings.state_dir,
             meta={"model": model.name, "workdir": str(workdir)},
         )
+        self.tokens = token_counter or TokenCounter()
         self.keeper = ContextKeeper(
             compactor, self.conversation, undo_depth=self.settings.undo_depth, auto_compact=self.settings.auto_compact,
-        )
-        self.tokens = token_counter or TokenCounter()
+            next_call=lambda: len(self.economics.timeline.samples) + 1, count_tokens=self.tokens.count_text)
         self.economics = Economics(model, self.settings, self.tokens, clock)
         """The timeline and the prompt cache's accounts (core/agent/economics.py)."""
         self.thinking = ThinkingLedger()
@@ -126,7 +129,7 @@ class Agent:
         stack = build_stack(settings, model)
         agent = cls(stack.model, stack.toolbox, stack.compactor, settings=stack.settings, session=stack.session,
                     messages=stack.replay.messages, allow_all=allow_all)
-        agent.keeper.take_over(stack.replay.compactions, stack.replay.pins)
+        agent.keeper.take_over(stack.replay.compactions, stack.replay.pins, stack.replay.ledger)
         agent.thinking.adopt(stack.replay.messages, stack.replay.meta.get("model"))
         if stack.resumed is not None:
             agent.conversation.resumed_from = str(stack.resumed)
@@ -178,6 +181,24 @@ class Agent:
     def pinned(self) -> frozenset[str]:
         """What every compaction step keeps byte-exact: tool_use ids and `user:` keys."""
         return self.keeper.pinned
+
+    @property
+    def ledger(self) -> list[LedgerEntry]:
+        """**contract** What each step and drop took out of the context, oldest first (core/facts/)."""
+        return list(self.keeper.ledger.entries)
+
+    def facts(self) -> FactReport:
+        """**contract** Every fact the conversation held, visible or not in the history as it is now."""
+        return self.conversation.facts.report()
+
+    async def keep_fact(self, text: str, kind: str = "constraint") -> tuple[HistoryChanged | None, Notice]:
+        """Make a fact visible again and keep it through every later step (its message pinned, or a note)."""
+        self._idle("keep a fact")
+        return await self.keeper.keep_fact(text, kind)
+
+    def review_summary(self, summary: str | None) -> SummaryReview:
+        """Which visible facts a summary with this text keeps and which it drops (None: before it is written)."""
+        return review_summary(self.facts(), summary, self.messages, self.conversation.request, self.pinned)
 
     @property
     def timeline(self) -> list[ContextSample]:
@@ -557,11 +578,12 @@ class Agent:
         The timeline and the session's permissions start empty, as after `new_session`."""
         self._idle("resume a session")
         replay = await asyncio.to_thread(SessionLog.replay, path, self.settings.undo_depth)
+        facts = await asyncio.to_thread(read_back, replay.messages, self.archive)
         self._idle("resume a session")
-        changed = self.conversation.start_new(replay.messages, "resume")
+        changed = self.conversation.start_new(replay.messages, "resume", facts)
         self._forget_session_state()
         self.conversation.resumed_from = str(path)
-        self.keeper.take_over(replay.compactions, replay.pins)
+        self.keeper.take_over(replay.compactions, replay.pins, replay.ledger)
         self.thinking.adopt(replay.messages, replay.meta.get("model"))
         return changed
 

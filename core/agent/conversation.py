@@ -14,7 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from core.compaction.steering import Compaction
-from core.events import AgentEvent, CompactionStep, ContextSampled, ErrorEvent, HistoryChanged, Notice, Splice
+from core.events import (
+    AgentEvent,
+    CompactionStep,
+    ContextSampled,
+    ErrorEvent,
+    HistoryChanged,
+    LedgerChanged,
+    Notice,
+    Splice,
+)
+from core.facts.index import FactIndex, Part
 from core.history.messages import current_request, splice_between
 from core.history.store import History
 from core.sessions.log import SessionLog
@@ -36,6 +46,8 @@ class Conversation:
         self._state_dir = state_dir
         self._meta = dict(meta or {})
         self._session_error: str | None = None
+        self.facts = FactIndex(self.history, fallback=self.session_file())
+        """Every fact this history held, kept from each change (`Agent.facts`)."""
 
     @property
     def chars(self) -> int:
@@ -57,32 +69,42 @@ class Conversation:
         return self._changed((Splice(start, 0, (message,)),), reason)
 
     def replace(
-        self, messages: Sequence[Message], reason: str, changes: tuple[Splice, ...] | None = None
+        self, messages: Sequence[Message], reason: str, changes: tuple[Splice, ...] | None = None,
+        parts: Sequence[Part] = (), ledger: LedgerChanged | None = None,
     ) -> HistoryChanged | None:
-        """Make the history `messages` (`changes`: the splices to it, when known); None if nothing changed."""
+        """Make the history `messages` (`changes`: the splices to it, when known); None if nothing changed.
+        `parts` and `ledger`: what the change took out of the context (see `compacted`)."""
         if changes is None:
             changes = splice_between(self.history, messages)
-        return self._apply(changes, reason) if changes else None
+        return self._apply(changes, reason, parts, ledger) if changes else None
 
     def compacted(
-        self, changes: tuple[Splice, ...], reason: str, steps: Sequence[str], files: Sequence[str], *, undoable: bool
+        self, changes: tuple[Splice, ...], reason: str, steps: Sequence[str], files: Sequence[str], *, undoable: bool,
+        parts: Sequence[Part] = (), ledger: LedgerChanged | None = None,
     ) -> HistoryChanged | None:
         """Apply a compaction's splices; the session log says first that the change is a compaction
-        (its steps and files), so a replay can offer undo for it again."""
+        (its steps and files), so a replay can offer undo for it again. `parts` split the splices by
+        step, with the entries of what each took out (the archive file of each fact that leaves);
+        `ledger` is the change of the agent's ledger, recorded with it."""
         if not changes:
             return None
         if undoable and steps and self.session is not None:
             self.session.compaction(reason, steps, files)
-        return self._apply(changes, reason)
+        return self._apply(changes, reason, parts, ledger)
 
-    def _apply(self, changes: tuple[Splice, ...], reason: str) -> HistoryChanged:
+    def _apply(self, changes: tuple[Splice, ...], reason: str, parts: Sequence[Part] = (),
+               ledger: LedgerChanged | None = None) -> HistoryChanged:
         self.history.apply(changes)
         if self.session is not None:
             self.session.change(changes, self.history, reason)
-        return self._changed(changes, reason)
+        if ledger:
+            self.record_ledger(ledger)
+        return self._changed(changes, reason, parts, ledger or None)
 
-    def _changed(self, changes: tuple[Splice, ...], reason: str) -> HistoryChanged:
-        return HistoryChanged(len(self.history), self.history.chars, changes, reason)
+    def _changed(self, changes: tuple[Splice, ...], reason: str, parts: Sequence[Part] = (),
+                 ledger: LedgerChanged | None = None) -> HistoryChanged:
+        facts = self.facts.apply(changes, parts)
+        return HistoryChanged(len(self.history), self.history.chars, changes, reason, facts, ledger)
 
     # --- the session log -------------------------------------------------------------------------
 
@@ -104,6 +126,22 @@ class Conversation:
             return notice
         return None
 
+    def record_ledger(self, change: LedgerChanged) -> None:
+        """Write a change of the ledger to the session log (a replay gives the same ledger back)."""
+        if self.session is not None:
+            self.session.event(change)
+
+    def session_file(self) -> str | None:
+        """The session log's path, workdir-relative when it is inside the workdir: the file that holds
+        every message this history had (for a fact no archive file holds)."""
+        if self.session is None:
+            return None
+        workdir = self._meta.get("workdir")
+        path = self.session.path
+        if isinstance(workdir, str) and path.is_relative_to(workdir):
+            return path.relative_to(workdir).as_posix()
+        return str(path)
+
     def record_pins(self, pins: frozenset[str]) -> None:
         if self.session is not None:
             self.session.pins(pins)
@@ -115,9 +153,10 @@ class Conversation:
 
     # --- sessions ----------------------------------------------------------------------------------
 
-    def start_new(self, messages: Sequence[Message], reason: str) -> HistoryChanged:
+    def start_new(self, messages: Sequence[Message], reason: str, facts: FactIndex | None = None) -> HistoryChanged:
         """The history becomes `messages` in a new session file (the old one is closed; archives and
-        old sessions stay on disk)."""
+        old sessions stay on disk). Its facts start over (`facts`: the index of `messages` when the
+        caller built it, with what the archive holds); the change carries the whole new report."""
         changes = self.history.replace(list(messages))
         if self.session is not None:
             previous = self.session
@@ -125,7 +164,10 @@ class Conversation:
             previous.close_soon()
         self.resumed_from = None
         self._session_error = None
-        return self._changed(changes, reason)
+        self.facts = facts if facts is not None else FactIndex(self.history)
+        self.facts.fallback = self.session_file()
+        report = tuple(self.facts.report().facts)
+        return HistoryChanged(len(self.history), self.history.chars, changes, reason, report)
 
     def _session_dir(self, previous: SessionLog) -> Path:
         return self._state_dir if self._state_dir is not None else previous.path.parent.parent

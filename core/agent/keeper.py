@@ -13,12 +13,14 @@ the change or the notice they made; the history work itself is done by `core.com
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 from core.agent.conversation import Conversation
-from core.archive import Archive
+from core.archive import Archive, ArchiveError
 from core.compaction.pipeline import Compactor
 from core.compaction.run import CompactionEvent, Outcome
 from core.compaction.settings import CompactionError
@@ -26,6 +28,7 @@ from core.compaction.steering import (
     Compaction,
     SteeringError,
     drop_result,
+    find_result,
     pin_target,
     pin_targets,
     restore_result,
@@ -37,11 +40,19 @@ from core.events import (
     CompactionStep,
     ErrorEvent,
     HistoryChanged,
+    LedgerEntry,
     NextCallPreview,
     Notice,
 )
+from core.facts.entries import count_removed, result_entry
+from core.facts.extract import facts_of
+from core.facts.index import Part
+from core.facts.ledger import Ledger
+from core.facts.rebuild import archived_facts
+from core.facts.review import review_summary
 from core.history.messages import USER_PIN_PREFIX, find_user_message, text_of, tool_result_ids, user_pin_key
-from core.history.sizes import estimate_chars, request_oversize
+from core.history.sizes import dumps, estimate_chars, request_oversize
+from core.markers import kept_note
 from core.model.base import Retrying, SummaryUsage
 from core.text import one_line
 
@@ -53,7 +64,8 @@ class ContextKeeper:
     """Keeps the conversation's context under its limit, and takes the user's hand on it."""
 
     def __init__(
-        self, compactor: Compactor, conversation: Conversation, *, undo_depth: int, auto_compact: bool = True
+        self, compactor: Compactor, conversation: Conversation, *, undo_depth: int, auto_compact: bool = True,
+        next_call: Callable[[], int] | None = None, count_tokens: Callable[[str], int] | None = None,
     ) -> None:
         self.compactor = compactor
         self.conversation = conversation
@@ -62,6 +74,14 @@ class ContextKeeper:
         """False pauses the pipeline before each call; reactive_compact still guards an API refusal."""
         self.compactions: list[Compaction] = []
         """Every compaction applied to this history, oldest first (what `undo` reverses)."""
+        self.ledger = Ledger()
+        """What every step and drop took out of the context (`Agent.ledger`)."""
+        self.next_call: Callable[[], int] = next_call or (lambda: 0)
+        """The number of the model call the next change is made before (the agent's timeline)."""
+        self.count_tokens = compactor.count_tokens = count_tokens
+        """Counts the tokens of what a step or a drop takes out (its ledger entries)."""
+        if conversation.history:  # a history handed in: the facts behind its markers are in the archive
+            conversation.facts.add_archived(archived_facts(conversation.history, self.archive))
 
     @property
     def archive(self) -> Archive:
@@ -109,38 +129,57 @@ class ContextKeeper:
         change applied (and kept for undo)."""
         steps: list[CompactionStep] = []
         outcome: Outcome | None = None
+        call = self.next_call()
         async for event in events:
             if isinstance(event, Retrying):
                 yield Notice(f"retrying: {event.message}", "retry")
             elif isinstance(event, SummaryUsage):
                 yield event
             elif isinstance(event, CompactionStep):
+                event = replace(event, ledger=self.ledger.stamp(event.ledger, call))
                 steps.append(event)
                 yield event
             else:
                 outcome = event
         assert outcome is not None
         # what the steps before a failed one did is applied, and can be undone like any compaction
-        if changed := self._compacted(steps, outcome, reason if outcome.error is None else f"{reason} (partial)"):
+        if changed := self._compacted(steps, outcome, reason if outcome.error is None else f"{reason} (partial)", call):
             yield changed
+            if notice := self._lost_notice(changed):
+                yield notice
         if outcome.error is not None:
             label = {"prepare": "compaction", "compact_history": "compact",
                      "reactive_compact": "reactive compaction"}.get(reason, reason)
             going_on = "; going on with the context as it is" if reason == "prepare" else ""
             yield ErrorEvent(f"{label}: {outcome.error}{going_on}", "compaction")
 
-    def _compacted(self, steps: list[CompactionStep], outcome: Outcome, reason: str) -> HistoryChanged | None:
-        """Apply a compaction's splices and remember it for undo (the list before it is copied first:
-        the history changes in place)."""
+    def _compacted(self, steps: list[CompactionStep], outcome: Outcome, reason: str, call: int) -> HistoryChanged | None:
+        """Apply a compaction's splices, add what its steps took out to the ledger, and remember it for
+        undo (the list before it is copied first: the history changes in place)."""
         if not outcome.changes:
             return None
         before = tuple(self.conversation.history)
         names = tuple(step.step for step in steps)
         files = tuple(path for step in steps for path in step.files_written)
-        changed = self.conversation.compacted(outcome.changes, reason, names, files, undoable=bool(self.undo_depth))
+        parts: list[Part] = [(len(part.changes), self.ledger.stamp(part.step.ledger, call)) for part in outcome.parts]
+        ledger = self.ledger.adding([entry for _, entries in parts for entry in entries])
+        changed = self.conversation.compacted(outcome.changes, reason, names, files, undoable=bool(self.undo_depth),
+                                              parts=parts, ledger=ledger)
+        self.ledger.apply(ledger)
         if names and changed is not None:
             self._remember(Compaction(names, before, tuple(self.conversation.history), files))
         return changed
+
+    def _lost_notice(self, changed: HistoryChanged) -> Notice | None:
+        """After a change: the person's constraints it left out of the context, named (their exact
+        text, which a view shows as data)."""
+        lost = [fact.text for fact in changed.facts if fact.kind == "constraint" and not fact.visible]
+        if not lost:
+            return None
+        verb = "is" if len(lost) == 1 else "are"
+        notice = Notice(f"{len(lost)} of your constraints {verb} no longer visible: {'; '.join(lost)}", "warning")
+        self.conversation.log(notice)
+        return notice
 
     def _remember(self, compaction: Compaction) -> None:
         """Keep a compaction for undo; only the newest `undo_depth` are kept, so what left the
@@ -166,17 +205,36 @@ class ContextKeeper:
     # --- the user's actions --------------------------------------------------------------------------
 
     async def drop(self, tool_use_id: str) -> HistoryChanged | None:
-        """Archive one tool result now and leave a placeholder, exactly as micro_compact would."""
-        messages, path = await drop_result(self.conversation.history, self.archive, tool_use_id)
+        """Archive one tool result now and leave a placeholder, exactly as micro_compact would; its
+        ledger entry says what left."""
+        history = self.conversation.history
+        found = find_result(history, tool_use_id)
+        messages, path = await drop_result(history, self.archive, tool_use_id)
         self.conversation.log(Notice(f"dropped the result of {tool_use_id}: saved at {path}"))
-        return self.conversation.replace(messages, "drop")
+        entries: tuple[LedgerEntry, ...] = ()
+        if found is not None:
+            try:
+                restorable = len(dumps(await self.archive.read_text(path))) <= self.limit
+            except ArchiveError:
+                restorable = False
+            removed = [result_entry("drop", history, *found, path, restorable)]
+            entries = await asyncio.to_thread(count_removed, removed, self.count_tokens) \
+                if self.count_tokens is not None else (removed[0][0],)
+        entries = self.ledger.stamp(entries, self.next_call())
+        ledger = self.ledger.adding(entries)
+        changed = self.conversation.replace(messages, "drop", parts=[(-1, entries)], ledger=ledger)
+        self.ledger.apply(ledger)
+        return changed
 
     async def restore(self, path: str) -> HistoryChanged | None:
         """The archived text at `path` is back in context, byte-exact (at its place when its marker is
         still there, else appended as a labelled message). Refused when it alone is over the limit."""
         messages, where = await restore_result(self.conversation.history, self.archive, path, self.limit)
         self.conversation.log(Notice(f"restored {path} ({where})"))
-        return self.conversation.replace(messages, "restore")
+        ledger = self.ledger.restoring(path)
+        changed = self.conversation.replace(messages, "restore", ledger=ledger)
+        self.ledger.apply(ledger)
+        return changed
 
     async def undo(self) -> HistoryChanged | None:
         """Reverse the last compaction: what it removed is back, byte-exact and in place, and every
@@ -187,7 +245,34 @@ class ContextKeeper:
         messages = undo(self.conversation.history, last)
         self.compactions.pop()
         self.conversation.log(Notice(f"undid {' + '.join(last.steps)} (its files stay in the archive)"))
-        return self.conversation.replace(messages, "undo")
+        ledger = self.ledger.undoing()
+        changed = self.conversation.replace(messages, "undo", ledger=ledger)
+        self.ledger.apply(ledger)
+        return changed
+
+    async def keep_fact(self, text: str, kind: str = "constraint") -> tuple[HistoryChanged | None, Notice]:
+        """Make a fact visible again and keep it through every later step: pin the user message it
+        came from while that is in the context, else add it as a short note pinned by its `user:` key.
+        Both are in the session log (a pins record, the note as a message)."""
+        facts = self.conversation.facts
+        if facts.fact(kind, text) is None:
+            raise SteeringError(f"no {kind} {text!r} in this conversation")
+        history = self.conversation.history
+        request = self.conversation.request
+        for index in reversed(facts.holders(kind, text)):
+            key = user_pin_key(history[index])
+            # not the current request: a summary holds that in its marker, and a pin does not follow it there
+            if key is not None and history[index].get("content") != request and (kind, text) in dict(facts_of(history[index])):
+                if key in self.pinned:
+                    return None, Notice(f"the message with {text!r} is pinned already: every step keeps it")
+                self._set_pins(self.pinned | {key})
+                return None, self._pins_notice(f"kept {text!r}: its message is pinned, every step keeps it")
+        note = {"role": "user", "content": kept_note(text)}
+        changed = self.conversation.append(note, "keep")
+        key = user_pin_key(note)
+        assert key is not None
+        self._set_pins(self.pinned | {key})
+        return changed, self._pins_notice(f"kept {text!r}: added as a pinned note ({key}), every step keeps it")
 
     @property
     def pinned(self) -> frozenset[str]:
@@ -262,15 +347,19 @@ class ContextKeeper:
 
     def next_call(self, steps: list[CompactionStep], held: CompactionHeld | None, timing: str) -> NextCallPreview:
         """The forecast of the next call: its steps, the tool results they would shorten, the pins,
-        whether compaction is paused, the timing in force and what waits for the cache."""
+        whether compaction is paused, the timing in force, what waits for the cache and, when it would
+        summarise, the visible facts only the summary could keep."""
         files = {path for step in steps for path in step.files_written}
         shortened = frozenset(
             tool_use_id for message in self.conversation.history if message.get("role") == "user"
             for tool_use_id in tool_result_ids(message)
             if self.archive.expected_tool_result_path(tool_use_id) in files
         ) if files else frozenset()
+        at_risk = review_summary(self.conversation.facts.report(), None, self.conversation.history,
+                                 self.conversation.request, self.pinned).dropped \
+            if any(step.step == "compact_history" for step in steps) else ()
         return NextCallPreview(tuple(steps), shortened, self.pinned, not self.auto_compact, timing,
-                               held.steps if held is not None else ())
+                               held.steps if held is not None else (), at_risk)
 
     def recompact_warning(self, steps: list[CompactionStep]) -> Notice | None:
         """After an undo: a warning when the next call's `steps` would compact again."""
@@ -311,13 +400,17 @@ class ContextKeeper:
     # --- sessions ----------------------------------------------------------------------------------
 
     def reset(self) -> None:
-        """A new session: no pins, nothing to undo."""
+        """A new session: no pins, nothing to undo, an empty ledger."""
         self.compactions.clear()
         self.compactor.pinned = frozenset()
+        self.ledger = Ledger()
 
-    def take_over(self, records: Sequence[Compaction], pins: Sequence[str]) -> None:
-        """A resumed history's undo records (those that still lead to it) and pins (those still in it)
-        become this session's, and the new session file starts with them."""
+    def take_over(self, records: Sequence[Compaction], pins: Sequence[str], ledger: Sequence[LedgerEntry] = ()) -> None:
+        """A resumed history's undo records (those that still lead to it), pins (those still in it) and
+        ledger become this session's, and the new session file starts with them."""
+        self.ledger = Ledger(ledger)
+        if ledger:
+            self.conversation.record_ledger(self.ledger.carried())
         usable: list[Compaction] = []
         following: Sequence[Message] = self.conversation.history
         for record in reversed(records):  # newest first: what each left must start what followed it

@@ -1,8 +1,7 @@
 """What one turn of the agent keeps while it runs, and the small rules of a turn's messages.
 
 `Turn` is the state of one `Agent.run_turn`: the tool batch being answered, the final text and how the
-turn ended. A request that no reply answered is recognised by `unanswered_request`; the calls of a
-reply cut at the model's context window are answered, not run, by `not_run`.
+turn ended. The calls of a reply cut at the model's context window are answered, not run, by `not_run`.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.markers import UNANSWERED_MARK, parse_marker
 from core.model.base import ModelResponse
 
 Message = dict[str, Any]
@@ -42,22 +40,10 @@ class Turn:
         self.error, self.error_kind = message, kind
 
 
-def unanswered_request(message: Message) -> bool:
-    """A plain user request (not a marker, not tool results, not marked already) that no assistant
-    message answered."""
-    content = message.get("content")
-    return (
-        message.get("role") == "user"
-        and isinstance(content, str)
-        and not content.startswith(UNANSWERED_MARK)
-        and parse_marker(content) is None
-    )
-
-
 def not_run(batch: list[Message]) -> list[Message]:
     """Error results for the tool calls of a reply cut at the context window (they are not run)."""
     return [{"type": "tool_result", "tool_use_id": block.get("id"), "content": NOT_RUN, "is_error": True}
             for block in batch]
 
 
-__all__ = ["NOT_RUN", "WINDOW_EXCEEDED", "Turn", "not_run", "unanswered_request"]
+__all__ = ["NOT_RUN", "WINDOW_EXCEEDED", "Turn", "not_run"]

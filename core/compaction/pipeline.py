@@ -44,6 +44,7 @@ from core.compaction.plans import (
 from core.compaction.run import (
     CompactionEvent,
     CompactionRun,
+    CountTokens,
     EventSink,
     Outcome,
     Report,
@@ -53,6 +54,7 @@ from core.compaction.run import (
 from core.compaction.settings import CompactionError, CompactionSettings
 from core.compaction.summary import Summarize, summary_events
 from core.events import CompactionStep, Splice
+from core.facts.entries import cut_entries, message_entries, removed_positions
 from core.history.messages import has_tool_use, is_tool_result, result_text
 from core.history.sizes import list_chars, message_chars, request_oversize
 from core.history.store import HistorySizer
@@ -85,6 +87,7 @@ class Compactor:
         self.settings = settings or CompactionSettings()
         self.on_event = on_event
         """Where the contract's coroutines (and a step called directly) hand each step."""
+        self.count_tokens: CountTokens | None = None  # the tokens of what a step takes out (ledger entries)
         self.pinned: frozenset[str] = frozenset()
         """tool_use ids whose results every step leaves byte-exact (and in a valid pair), and the
         `user:` keys of user messages every step leaves byte-exact."""
@@ -102,7 +105,8 @@ class Compactor:
         its event to `on_event` at once."""
         if self._run is not None:
             return self._run
-        return CompactionRun(self.archive, self._sizer, messages, sink=self.on_event or _discard)
+        return CompactionRun(self.archive, self._sizer, messages, sink=self.on_event or _discard,
+                             count_tokens=self.count_tokens, restore_limit=self.settings.context_char_limit)
 
     # --- step 1 --------------------------------------------------------------------------------
 
@@ -179,9 +183,8 @@ class Compactor:
                                     f"the marker would be larger than the {plural(plan.archived_now, 'message')} it replaces")
             return unchanged(messages)
         # One pass writes the transcript (complete before anything is replaced) and measures every message.
-        saved = await run.save_transcript(messages)
-        sizes = saved.sizes if saved is not None else tuple(self._sizer.sizes(messages))
-        transcript = saved.path if saved is not None else TRANSCRIPT_PATH_ESTIMATE
+        transcript, written = await run.transcript(messages)
+        sizes = written if written is not None else tuple(self._sizer.sizes(messages))
         before = list_chars(sizes, len(sizes))
         result = plan.result(messages, transcript, active_request)
         changes = plan.splices(messages, result)
@@ -190,12 +193,10 @@ class Compactor:
             await run.not_applied("snip_compact", before, after,
                                     f"the marker would be larger than the {plural(plan.archived_now, 'message')} it replaces")
             return unchanged(messages)
-        detail = f"{plural(plan.archived_now, 'message')} archived"
-        if plan.archived_before:
-            detail += f" ({plan.count} in all with the {plan.archived_before} archived earlier)"
-        if plan.request_readded:
-            detail += "; the current request was put back after the marker"
-        await run.emit("snip_compact", before, after, plan.archived_now, [transcript], detail, first_change(changes))
+        gone = removed_positions(messages, plan.head_end, plan.tail_start, changes[0].added)
+        removed = message_entries("snip_compact", messages, gone, transcript, sizes.__getitem__)
+        await run.emit("snip_compact", before, after, plan.archived_now, [transcript], plan.detail(),
+                       first_change(changes), removed)
         return run.derived(messages, result, changes, after)
 
     def _plan_snip(self, run: CompactionRun, messages: Sequence[Message], active_request: str | None) -> SnipPlan | None:
@@ -396,7 +397,7 @@ class Compactor:
         if summary is not None and not summary.strip():
             raise CompactionError("the summary is empty; history left as it was")
         carried = carried_pins(self.pinned, messages, request)
-        transcript = await run.write_transcript(messages)
+        transcript, sizes = await run.transcript(messages)
         if summary is None:
             async for event in summary_events(self.summarize, messages, focus, transcript, self._input_limit):
                 if isinstance(event, str):
@@ -415,7 +416,9 @@ class Compactor:
         details = [f"focus: {focus}"] if focus else []
         if after > self.settings.context_char_limit:
             details.append(self._holding(request))
-        await run.emit("compact_history", before, after, len(messages), [transcript], "; ".join(details), (0, 0))
+        removed = cut_entries("compact_history", messages, len(messages), result, transcript, sizes)
+        await run.emit("compact_history", before, after, len(messages), [transcript], "; ".join(details), (0, 0),
+                       removed)
         run.derived(messages, result, changes, after)
 
     async def reactive_compact(self, messages: Sequence[Message], active_request: str) -> list[Message]:
@@ -434,7 +437,7 @@ class Compactor:
     async def _reactive_step(self, run: CompactionRun, messages: Sequence[Message], request: str) -> AsyncIterator[Report]:
         """reactive_compact's work (see its docstring); yields the retries and usage of its summary calls."""
         before = self.estimate_chars(messages)
-        transcript = await run.write_transcript(messages)
+        transcript, sizes = await run.transcript(messages)
         after = before
         # keep the newest messages; if that is not smaller, keep none (a cut at 0 also keeps none)
         cuts = dict.fromkeys(reactive_cut(messages, keep) or len(messages)
@@ -456,8 +459,9 @@ class Compactor:
             changes = (Splice(0, tail_start, added),)
             after = self.estimate_chars(run.sized(messages, result, changes))
             if after < before:
+                removed = cut_entries("reactive_compact", messages, tail_start, added, transcript, sizes)
                 await run.emit("reactive_compact", before, after, len(old_history), [transcript],
-                               "everything summarised" if not tail else "", (0, 0))
+                               "everything summarised" if not tail else "", (0, 0), removed)
                 run.derived(messages, result, changes, after)
                 return
         await run.not_applied("reactive_compact", before, after, "the summary would not make the refused history smaller")
@@ -526,7 +530,8 @@ class Compactor:
         """Run `body` as this compactor's one call: its steps out as they are done, then the Outcome."""
         if self._run is not None:
             raise RuntimeError("the compactor is already running a call")
-        run = self._run = CompactionRun(self.archive, self._sizer, messages, dry=dry)
+        run = self._run = CompactionRun(self.archive, self._sizer, messages, dry=dry, count_tokens=self.count_tokens,
+                                        restore_limit=self.settings.context_char_limit)
         try:
             async for event in run.drive(body(run)):
                 yield event

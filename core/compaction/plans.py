@@ -23,6 +23,7 @@ from core.history.messages import (
 )
 from core.history.sizes import SEPARATOR, list_chars, message_chars
 from core.markers import request_marker, snip_marker
+from core.text import plural
 
 Message = dict[str, Any]
 
@@ -68,6 +69,15 @@ class SnipPlan:
     @property
     def count(self) -> int:
         return self.archived_before + self.archived_now
+
+    def detail(self) -> str:
+        """The step's one-line detail: how many messages it archived."""
+        detail = f"{plural(self.archived_now, 'message')} archived"
+        if self.archived_before:
+            detail += f" ({self.count} in all with the {self.archived_before} archived earlier)"
+        if self.request_readded:
+            detail += "; the current request was put back after the marker"
+        return detail
 
     def result(self, messages: Sequence[Message], transcript: str, active_request: str | None) -> list[Message]:
         marker = {"role": "user", "content": snip_marker(self.count, transcript)}

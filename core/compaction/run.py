@@ -11,6 +11,7 @@ archive would and remembers them, so the rest of the run trusts them as if they 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -20,25 +21,37 @@ from typing import Any
 from core.archive import Archive, ArchiveError, SavedTranscript
 from core.compaction.plans import TRANSCRIPT_PATH_ESTIMATE, Editor, Replacement, unchanged
 from core.compaction.settings import CompactionError
-from core.events import CompactionStep, Splice, StepName
-from core.history.sizes import message_chars
+from core.events import CompactionStep, LedgerEntry, Splice, StepName
+from core.facts.entries import Removed, count_removed, result_entry
+from core.history.sizes import dumps, message_chars
 from core.history.store import HistorySizer
 from core.markers import parse_marker
 from core.model.base import Retrying, SummaryUsage
 
 Message = dict[str, Any]
 EventSink = Callable[[CompactionStep], Any]
+CountTokens = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class StepPart:
+    """One applied step of a call: its event (with what it took out) and its splices, each to the
+    list the step before it left."""
+
+    step: CompactionStep
+    changes: tuple[Splice, ...]
 
 
 @dataclass(frozen=True)
 class Outcome:
     """How a compactor call ended: the history it made (its input itself when no step fired), the
     splices from the input to it, and the error that stopped it (then `messages` is what the steps
-    before the failure made, lossless, and may still be used)."""
+    before the failure made, lossless, and may still be used). `parts` split `changes` by step."""
 
     messages: Sequence[Message]
     changes: tuple[Splice, ...]
     error: CompactionError | None = None
+    parts: tuple[StepPart, ...] = ()
 
 
 Report = Retrying | SummaryUsage
@@ -54,23 +67,33 @@ class CompactionRun:
 
     def __init__(
         self, archive: Archive, sizer: HistorySizer, base: Sequence[Message], *,
-        dry: bool = False, sink: EventSink | None = None,
+        dry: bool = False, sink: EventSink | None = None, count_tokens: CountTokens | None = None,
+        restore_limit: int | None = None,
     ) -> None:
         self.archive = archive
         self.sizer = sizer
         self.dry = dry
         self.sink = sink  # a direct step call outside a run: its events go here at once
+        self.count_tokens = count_tokens  # the ledger entries' tokens (none in a dry run)
+        self.restore_limit = restore_limit  # a result larger than this cannot be restored (the char limit)
         self.events: list[CompactionStep] = []
         self.result: Sequence[Message] = base
         self.changes: tuple[Splice, ...] = ()
+        self.parts: tuple[StepPart, ...] = ()
+        self._emitted: CompactionStep | None = None  # the newest step's event, until its splices come
         self._dry_saved: set[tuple[str, str]] = set()  # (path, tool_use_id) a dry run would have saved
+        self._archived_sizes: dict[str, int] = {}  # path -> JSON length of the text saved there
 
     # --- what the steps report -------------------------------------------------------------------
 
     async def emit(self, step: StepName, before: int, after: int, affected: int, files: Sequence[str],
-                   detail: str = "", at: tuple[int, int] | None = None) -> None:
-        """Report a step; `at` is the (message, block) of the first block it changed (None: nothing)."""
-        event = CompactionStep(step, before, after, affected, tuple(files), detail, changed_at=at)
+                   detail: str = "", at: tuple[int, int] | None = None, removed: Sequence[Removed] = ()) -> None:
+        """Report a step; `at` is the (message, block) of the first block it changed (None: nothing),
+        `removed` what it took out of the context (its ledger entries, with the values their tokens are
+        counted from)."""
+        event = CompactionStep(step, before, after, affected, tuple(files), detail, changed_at=at,
+                               ledger=await self._entries(removed))
+        self._emitted = event
         if self.sink is None:
             self.events.append(event)
             return
@@ -82,13 +105,20 @@ class CompactionRun:
         """Say that a step was refused because its result would not be smaller than its input."""
         await self.emit(step, before, before, 0, (), f"not applied: {why} ({before:,} -> {would_be:,} chars)")
 
+    async def _entries(self, removed: Sequence[Removed]) -> tuple[LedgerEntry, ...]:
+        if not removed:
+            return ()
+        if self.count_tokens is None or self.dry:
+            return tuple(entry for entry, _ in removed)
+        return await asyncio.to_thread(count_removed, removed, self.count_tokens)
+
     def take(self) -> list[CompactionStep]:
         """The steps reported since the last call, oldest first."""
         events, self.events = self.events, []
         return events
 
     def outcome(self, error: CompactionError | None = None) -> Outcome:
-        return Outcome(self.result, self.changes, error)
+        return Outcome(self.result, self.changes, error, self.parts)
 
     async def drive(self, body: AsyncIterator[Report | None]) -> AsyncIterator[CompactionEvent]:
         """The call's events: the steps `body` reported each time it yields (None, or a retry or a
@@ -124,6 +154,9 @@ class CompactionRun:
         self.sized(base, result, changes, chars)
         if self.result is base:
             self.result, self.changes = result, self.changes + changes
+            if self._emitted is not None:
+                self.parts += (StepPart(self._emitted, changes),)
+        self._emitted = None
         return result
 
     # --- writing what leaves the context --------------------------------------------------------------
@@ -156,8 +189,25 @@ class CompactionRun:
         if not done:
             return unchanged(messages)
         first = min((item.index, item.block_index) for item in done)
-        await self.emit(step, before, editor.chars, len(editor.changed), files, detail(done), first)
+        removed = [result_entry(step, messages, item.index, item.block_index, item.saved_path,
+                                await self._restorable(item)) for item in done]
+        await self.emit(step, before, editor.chars, len(editor.changed), files, detail(done), first, removed)
         return self.derived(messages, editor.messages, editor.splices(), editor.chars)
+
+    async def _restorable(self, item: Replacement) -> bool:
+        """`Agent.restore` would bring the result back: its archived text is not over the limit alone.
+        A dry run decides as the real one does (a file it only named is sized from the text it planned)."""
+        if self.restore_limit is None:
+            return True
+        path = item.saved_path
+        size = self._archived_sizes.get(path)
+        if size is None:
+            try:
+                text = item.text if item.text is not None else await self.archive.read_text(path)
+            except ArchiveError:
+                return False
+            size = self._archived_sizes[path] = len(dumps(text))
+        return size <= self.restore_limit
 
     async def save_planned(self, plan: list[Replacement]) -> list[str]:
         """Save every planned result that has no file yet, in one batch; returns the new files.
@@ -187,10 +237,11 @@ class CompactionRun:
         except ArchiveError as error:
             raise CompactionError(f"compaction stopped, nothing replaced: {error}") from error
 
-    async def write_transcript(self, messages: Sequence[Message]) -> str:
-        """`save_transcript`'s path (in a dry run the name it would have)."""
+    async def transcript(self, messages: Sequence[Message]) -> tuple[str, tuple[int, ...] | None]:
+        """The whole list archived: its path and each message's JSON length (in a dry run the name it
+        would have, and no lengths)."""
         saved = await self.save_transcript(messages)
-        return saved.path if saved is not None else TRANSCRIPT_PATH_ESTIMATE
+        return (saved.path, saved.sizes) if saved is not None else (TRANSCRIPT_PATH_ESTIMATE, None)
 
     # --- what the archive vouches for ----------------------------------------------------------------
 

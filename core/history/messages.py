@@ -15,7 +15,7 @@ from itertools import compress, count
 from typing import Any
 
 from core.events import Splice
-from core.markers import is_note, parse_marker
+from core.markers import UNANSWERED_MARK, is_note, parse_marker
 
 Message = dict[str, Any]
 Block = dict[str, Any]
@@ -107,6 +107,19 @@ def current_request(messages: Sequence[Message]) -> str:
         if not is_note(content):
             return content
     return ""
+
+
+def unanswered_request(message: Message) -> bool:
+    """A plain user request (not a marker, a note of ctxtui's, tool results, or marked already) that
+    no assistant message answered."""
+    content = message.get("content")
+    return (
+        message.get("role") == "user"
+        and isinstance(content, str)
+        and not content.startswith(UNANSWERED_MARK)
+        and not is_note(content)
+        and parse_marker(content) is None
+    )
 
 
 USER_PIN_PREFIX = "user:"

@@ -34,6 +34,7 @@ class ClaudeCodeSession:
     archived: list[Message] = field(default_factory=list)  # what the last compaction replaced
     summary: str | None = None  # the text of the last compact summary
     boundaries: int = 0
+    cuts: list[int] = field(default_factory=list)  # len(archived) after each boundary: what each compaction took
     sidechain_records: int = 0
     skipped: int = 0
     cwd: str | None = None
@@ -136,6 +137,7 @@ def read_claude_code(path: Path) -> ClaudeCodeSession:
         if is_boundary(record):
             session.boundaries += 1
             session.archived.extend(messages)
+            session.cuts.append(len(session.archived))
             messages, by_api_id, last_results_only = [], {}, False
             continue
         if record.get("type") not in ("user", "assistant") or record.get("isSidechain"):

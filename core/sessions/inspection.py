@@ -23,7 +23,7 @@ from typing import Any, Literal
 from core import jsonlines
 from core.client_markers import block_marker, client_marker, find_client_markers
 from core.compaction import CompactionSettings
-from core.events import CompactionStep
+from core.events import CompactionStep, LedgerEntry
 from core.history import estimate_chars
 from core.history.categories import CATEGORIES
 from core.history.messages import current_request
@@ -59,6 +59,8 @@ class Inspected:
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
     proxy: dict[str, Any] | None = None  # a proxy recording: the latest exchange's figures
+    ledger: list[LedgerEntry] = field(default_factory=list)  # a ctxtui session's ledger (from its log)
+    cuts: list[int] = field(default_factory=list)  # Claude Code: where each compaction boundary cut `archived`
 
 
 
@@ -121,7 +123,8 @@ def _load_jsonl(path: Path) -> Inspected:
         replay = SessionLog.replay(path, follow_symlinks=True)
         workdir = replay.meta.get("workdir")
         root = Path(workdir) if isinstance(workdir, str) else path.parent.parent.parent
-        return Inspected(path, "session", replay.messages, workdir=root, skipped=replay.skipped)
+        return Inspected(path, "session", replay.messages, workdir=root, skipped=replay.skipped,
+                         ledger=replay.ledger)
     if is_proxy_record(first):
         return _load_proxy(path)
     if looks_like_claude_code(first) or _any_claude_code(path):
@@ -133,7 +136,8 @@ def _load_jsonl(path: Path) -> Inspected:
         if session.sidechain_records:
             notes.append(f"{session.sidechain_records} side-chain records left out")
         return Inspected(path, "claude-code", session.messages, archived=session.archived, summary=session.summary,
-                         workdir=Path(session.cwd) if session.cwd else None, skipped=session.skipped, notes=notes)
+                         workdir=Path(session.cwd) if session.cwd else None, skipped=session.skipped, notes=notes,
+                         cuts=session.cuts)
     records, skipped = read_records(path)
     messages: list[Message] = [record for record in records if valid_message(record)]
     skipped += len(records) - len(messages)

@@ -10,7 +10,8 @@ history: at the start of a session that resumes one, when everything was replace
 splices since the last snapshot outweigh one (a damaged splice then costs at most that stretch).
 A "compaction" record (its steps and files) says that the change right after it is a compaction,
 so a replay can offer undo for it again: the history before that change and after it are the two
-states undo needs (a later "undo" change takes the newest one back off).
+states undo needs (a later "undo" change takes the newest one back off). An "event" record of kind
+"LedgerChanged" is a change of the ledger (core/facts/ledger.py): replaying them gives it back.
 Records are queued synchronously (callable from `finally` blocks) and written by a background task
 in a worker thread. Settings and environment (the API key above all) are never recorded.
 
@@ -40,7 +41,8 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from core.compaction.steering import Compaction
-from core.events import Splice
+from core.events import LedgerEntry, Splice
+from core.facts.ledger import Ledger, replay_change
 from core.history import estimate_chars, pairing_problems
 from core.history.intake import repair_history
 from core.history.messages import persons_words, repair_pairing, text_of
@@ -119,6 +121,7 @@ class Replay:
     pins: list[str] = field(default_factory=list)  # the last "pins" record: pinned tool_use ids and user: keys
     compactions: list[Compaction] = field(default_factory=list)  # undo records, oldest first (replay(undo_depth=))
     first_request: str = ""  # the first words of the person the file recorded (not a summary or marker)
+    ledger: list[LedgerEntry] = field(default_factory=list)  # what the steps and drops took out, oldest first
 
     @property
     def valid(self) -> bool:
@@ -326,6 +329,7 @@ class SessionLog:
         broken = False  # a splice did not fit: later splices wait for the next snapshot
         pending: dict[str, Any] | None = None  # a compaction record: the change right after it is one
         undo: list[Compaction] = []
+        ledger = Ledger()
         for entry in read_records(path, follow_symlinks=follow_symlinks):
             replay.records += 1
             if isinstance(entry, BadLine):
@@ -359,11 +363,14 @@ class SessionLog:
                 replay.pins = [str(item) for item in entry["ids"] if isinstance(item, str)]
             elif kind == "meta" and not replay.meta:
                 replay.meta = entry
+            elif kind == "event" and entry.get("kind") == "LedgerChanged":
+                replay_change(ledger, entry.get("event"))
             elif kind != "event":
                 replay.skipped += 1
         messages = [message for message in messages if valid_message(message)]
         replay.messages = repair_pairing(repair_history(messages))  # sessions written before the repair
         replay.compactions = _usable_undo(undo)
+        replay.ledger = ledger.entries
         return replay
 
 

@@ -38,6 +38,7 @@ COMMANDS_HELP = """commands:
   ctxtui config                 the effective settings as TOML, each with its source
   ctxtui inspect FILE --report  totals, breakdown and a dry run of the pipeline for a history file
   ctxtui proxy [--port P]       watch any Messages-API client: a loopback proxy that records each call
+  ctxtui inspect FILE --ledger --facts  what compaction took out, and which facts are no longer visible
 """
 
 
@@ -106,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = commands.add_parser("inspect", help="read a transcript, session, messages or Claude Code file")
     inspect.add_argument("file", type=Path, help="a .jsonl session or transcript, or a .json list of messages / request body")
     inspect.add_argument("--report", action="store_true", help="print totals, breakdown and the dry run instead of opening the read-only inspector")
+    inspect.add_argument("--ledger", action="store_true",
+                         help="print what compaction took out of the context (a ctxtui or Claude Code session)")
+    inspect.add_argument("--facts", action="store_true",
+                         help="print the constraints, paths and error lines the history held, and which are not visible")
     _common(inspect, suppress=True)
     add_proxy_parser(commands)
     return parser
@@ -253,6 +258,19 @@ def run_inspect(args: argparse.Namespace) -> int:
         inspected = load_file(args.file)
     except InspectError as error:
         raise UsageError(str(error)) from error
+    if args.ledger or args.facts:
+        from core.sessions.facts_report import facts_and_ledger, facts_and_ledger_text
+
+        found = facts_and_ledger(inspected, args.ledger, args.facts)
+        if args.report:
+            found = {**asyncio.run(report(inspected, config.compaction)), **found}
+        if args.output_format == "json":
+            print(json.dumps(found, ensure_ascii=True, default=str), flush=True)
+        else:
+            text = report_text(found) if args.report else ""
+            sys.stdout.write(visible(text + facts_and_ledger_text(found)))
+            sys.stdout.flush()
+        return EXIT_OK
     data = asyncio.run(report(inspected, config.compaction))
     if not args.report:
         from tui.inspect_app import InspectApp

@@ -53,9 +53,12 @@ def event_record(event: Any) -> dict[str, Any] | None:
         return {"type": "tool_result", "id": event.tool_use_id, "name": event.name, "output": event.output,
                 "chars": event.output_chars, "is_error": event.is_error, "duration": round(event.duration, 3)}
     if isinstance(event, CompactionStep):
+        from dataclasses import asdict
+
         return {"type": "compaction", "step": event.step, "before": event.chars_before, "after": event.chars_after,
                 "messages_affected": event.messages_affected, "files": list(event.files_written),
-                "cache_invalidated_tokens": event.cache_invalidated_tokens, "break_even_calls": event.break_even_calls}
+                "cache_invalidated_tokens": event.cache_invalidated_tokens, "break_even_calls": event.break_even_calls,
+                "ledger": [asdict(entry) for entry in event.ledger]}
     if isinstance(event, CompactionHeld):
         return {"type": "held", "steps": [step.step for step in event.steps],
                 "cache_invalidated_tokens": sum(step.cache_invalidated_tokens or 0 for step in event.steps),

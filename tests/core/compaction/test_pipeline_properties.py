@@ -314,12 +314,14 @@ class Checker:
         A transcript's name holds the time and a digest of what it holds, so only its place is
         compared; tool-result paths are compared exactly.
         """
+        def name(path: str | None) -> str | None:
+            return ".transcripts/(a transcript)" if path and TRANSCRIPT_PATH_RE.match(path) else path
+
         def named(steps: list[CompactionStep]) -> list[CompactionStep]:
             return [
-                dataclasses.replace(step, files_written=tuple(
-                    ".transcripts/(a transcript)" if TRANSCRIPT_PATH_RE.match(path) else path
-                    for path in step.files_written
-                ))
+                dataclasses.replace(
+                    step, files_written=tuple(name(path) or path for path in step.files_written),
+                    ledger=tuple(dataclasses.replace(entry, path=name(entry.path)) for entry in step.ledger))
                 for step in steps
             ]
 

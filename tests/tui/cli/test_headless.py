@@ -51,6 +51,11 @@ def test_stream_json_is_one_object_per_line_in_order_with_result_last(
     for record in compactions:
         assert record["after"] < record["before"]
         assert all((tmp_path / path).is_file() for path in record["files"])
+        # what the step took out: one ledger entry per result, in the file it wrote (not restorable: each
+        # result alone is over the 5,000-char limit, which restore refuses)
+        assert [entry["path"] for entry in record["ledger"]] == record["files"]
+        assert all(entry["kind"] == "tool_result" and entry["step"] == record["step"] and entry["call"] == 2
+                   and not entry["restorable"] and entry["chars"] > 7000 for entry in record["ledger"])
     contexts = [r for r in records if r["type"] == "context"]
     assert [r["call"] for r in contexts] == [1, 2]  # one per model call
     assert contexts[1]["steps"] == ["tool_result_budget", "fit_tool_results"]
