@@ -103,7 +103,7 @@ class Agent:
         self.tokens = token_counter or TokenCounter()
         self.keeper = ContextKeeper(
             compactor, self.conversation, undo_depth=self.settings.undo_depth, auto_compact=self.settings.auto_compact,
-            next_call=lambda: len(self.economics.timeline.samples) + 1, count_tokens=self.tokens.count_text)
+            call_number=lambda: len(self.economics.timeline.samples) + 1, count_tokens=self.tokens.count_text)
         self.economics = Economics(model, self.settings, self.tokens, clock)
         """The timeline and the prompt cache's accounts (core/agent/economics.py)."""
         self.thinking = ThinkingLedger()

@@ -104,7 +104,7 @@ class Conversation:
     def _changed(self, changes: tuple[Splice, ...], reason: str, parts: Sequence[Part] = (),
                  ledger: LedgerChanged | None = None) -> HistoryChanged:
         facts = self.facts.apply(changes, parts)
-        return HistoryChanged(len(self.history), self.history.chars, changes, reason, facts, ledger)
+        return HistoryChanged(len(self.history), self.history.chars, changes, reason, facts=facts, ledger=ledger)
 
     # --- the session log -------------------------------------------------------------------------
 
@@ -167,7 +167,7 @@ class Conversation:
         self.facts = facts if facts is not None else FactIndex(self.history)
         self.facts.fallback = self.session_file()
         report = tuple(self.facts.report().facts)
-        return HistoryChanged(len(self.history), self.history.chars, changes, reason, report)
+        return HistoryChanged(len(self.history), self.history.chars, changes, reason, facts=report)
 
     def _session_dir(self, previous: SessionLog) -> Path:
         return self._state_dir if self._state_dir is not None else previous.path.parent.parent

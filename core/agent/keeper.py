@@ -65,7 +65,7 @@ class ContextKeeper:
 
     def __init__(
         self, compactor: Compactor, conversation: Conversation, *, undo_depth: int, auto_compact: bool = True,
-        next_call: Callable[[], int] | None = None, count_tokens: Callable[[str], int] | None = None,
+        call_number: Callable[[], int] | None = None, count_tokens: Callable[[str], int] | None = None,
     ) -> None:
         self.compactor = compactor
         self.conversation = conversation
@@ -76,7 +76,7 @@ class ContextKeeper:
         """Every compaction applied to this history, oldest first (what `undo` reverses)."""
         self.ledger = Ledger()
         """What every step and drop took out of the context (`Agent.ledger`)."""
-        self.next_call: Callable[[], int] = next_call or (lambda: 0)
+        self.call_number: Callable[[], int] = call_number or (lambda: 0)
         """The number of the model call the next change is made before (the agent's timeline)."""
         self.count_tokens = compactor.count_tokens = count_tokens
         """Counts the tokens of what a step or a drop takes out (its ledger entries)."""
@@ -129,7 +129,7 @@ class ContextKeeper:
         change applied (and kept for undo)."""
         steps: list[CompactionStep] = []
         outcome: Outcome | None = None
-        call = self.next_call()
+        call = self.call_number()
         async for event in events:
             if isinstance(event, Retrying):
                 yield Notice(f"retrying: {event.message}", "retry")
@@ -220,7 +220,7 @@ class ContextKeeper:
             removed = [result_entry("drop", history, *found, path, restorable)]
             entries = await asyncio.to_thread(count_removed, removed, self.count_tokens) \
                 if self.count_tokens is not None else (removed[0][0],)
-        entries = self.ledger.stamp(entries, self.next_call())
+        entries = self.ledger.stamp(entries, self.call_number())
         ledger = self.ledger.adding(entries)
         changed = self.conversation.replace(messages, "drop", parts=[(-1, entries)], ledger=ledger)
         self.ledger.apply(ledger)

@@ -250,9 +250,10 @@ def run_inspect(args: argparse.Namespace) -> int:
 
     from core.sessions.inspection import InspectError, load_file, report, report_text
 
-    if args.output_format == "stream-json" or (args.output_format == "json" and not args.report):
-        raise UsageError(f"inspect: --output-format {args.output_format} needs --report and takes text or json "
-                         "(without --report the read-only inspector opens in the terminal)")
+    printed = args.report or args.ledger or args.facts
+    if args.output_format == "stream-json" or (args.output_format == "json" and not printed):
+        raise UsageError(f"inspect: --output-format {args.output_format} needs --report, --ledger or --facts and "
+                         "takes text or json (without them the read-only inspector opens in the terminal)")
     config = _config(args)
     try:
         inspected = load_file(args.file)
