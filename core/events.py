@@ -86,6 +86,15 @@ class PermissionRequested:
 
 
 @dataclass(frozen=True)
+class ToolOutputDelta:
+    """A piece of a running tool's output as it prints it (bash), for a view to show while it runs.
+    The whole output comes in `ToolCallFinished`; a cancelled call keeps what was printed."""
+
+    tool_use_id: str
+    text: str
+
+
+@dataclass(frozen=True)
 class ToolCallFinished:
     """A tool finished (or was denied / interrupted)."""
 
@@ -297,6 +306,7 @@ AgentEvent = (
     | AssistantMessage
     | ToolCallStarted
     | PermissionRequested
+    | ToolOutputDelta
     | ToolCallFinished
     | CompactionStep
     | CompactionHeld

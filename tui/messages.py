@@ -45,6 +45,11 @@ class PermissionRequested(TurnMessage, bubble=False):
 
 
 @dataclass
+class ToolOutputDelta(TurnMessage, bubble=False):
+    event: core.ToolOutputDelta
+
+
+@dataclass
 class ToolCallFinished(TurnMessage, bubble=False):
     event: core.ToolCallFinished
 
@@ -114,6 +119,7 @@ _WRAPPERS: dict[type, type[TurnMessage]] = {
     core.AssistantMessage: AssistantMessage,
     core.ToolCallStarted: ToolCallStarted,
     core.PermissionRequested: PermissionRequested,
+    core.ToolOutputDelta: ToolOutputDelta,
     core.ToolCallFinished: ToolCallFinished,
     core.CompactionStep: CompactionStep,
     core.CompactionHeld: CompactionHeld,

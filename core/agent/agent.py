@@ -1,16 +1,13 @@
 """The agent: the turn loop, the tools and consent, over a conversation and a context keeper.
 
-`Agent.run_turn(text)` is an async generator of events (core/events.py), yielded in the order
-things happen: it is the only channel from the core to a UI. A turn is: add the request, then
-(prepare the context, call the model, run the tool batch) until the model stops calling tools. The
-parts it holds do the rest: the `Conversation` (core/agent/conversation.py) applies and records
-every change of the history and returns the `HistoryChanged` it made; the `ContextKeeper`
-(core/agent/keeper.py) runs the compactor and the user's steering, and yields their events; the
-`Economics` (core/agent/economics.py) samples and prices every call and keeps the prompt cache's
-accounts. The request is handed to each part as a parameter. A tool that needs consent yields
-`PermissionRequested` and waits for its `reply` future. Whatever happens (an API error, a failed
-summary, a cancelled task, a closed generator) one place, `_finish`, ends the turn, and the history
-it leaves is API-valid: every tool_use is answered and no half-written assistant message is kept.
+`Agent.run_turn(text)` is an async generator of events (core/events.py) in the order things happen:
+the only channel from the core to a UI. A turn adds the request, then prepares the context, calls the
+model and runs the tool batch until the model stops calling tools. Its parts do the rest: the
+`Conversation` applies and records every change of the history (returning the `HistoryChanged`), the
+`ContextKeeper` runs the compactor and the user's steering, `Economics` samples and prices every call,
+a `ToolRun` runs one tool call (relaying its output). A tool that needs consent yields
+`PermissionRequested` and waits for its `reply`. However a turn ends, `_finish` ends it, leaving an
+API-valid history: every tool_use answered, no half-written assistant message kept.
 """
 
 from __future__ import annotations
@@ -27,6 +24,7 @@ from core.agent.conversation import Conversation
 from core.agent.economics import Economics
 from core.agent.keeper import ContextKeeper, SummaryStep
 from core.agent.meter import ContextMeter
+from core.agent.tool_run import ToolRun
 from core.agent.turn import WINDOW_EXCEEDED, Turn, not_run
 from core.archive import Archive
 from core.compaction.pipeline import Compactor
@@ -52,7 +50,7 @@ from core.facts.rebuild import read_back
 from core.facts.records import FactReport, LedgerEntry
 from core.facts.review import SummaryReview, review_summary
 from core.history.intake import valid_text
-from core.history.messages import interrupted_result, text_of, unanswered_request, user_pin_key
+from core.history.messages import text_of, unanswered_request, user_pin_key
 from core.history.store import History
 from core.history.thinking import ThinkingLedger
 from core.history.tokens import TokenCounter
@@ -382,7 +380,7 @@ class Agent:
             tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
             yield ToolCallStarted(tool_use_id, name, tool_input)
             allowed = True
-            if self.toolbox.needs_permission(name, tool_input) and not self._pre_approved(name):
+            if self.toolbox.needs_permission(name, tool_input) and not (self.allow_all or name in self.allowed_for_session):
                 reply: asyncio.Future[str] = asyncio.get_running_loop().create_future()
                 preview = await self.toolbox.permission_preview(name, tool_input)
                 turn.waiting = reply
@@ -393,7 +391,12 @@ class Agent:
                     self.allowed_for_session.add(name)
                 allowed = choice in ("once", "session")
             started = time.monotonic()
-            output = await self.toolbox.run(name, tool_input) if allowed else ToolOutput(PERMISSION_DENIED, is_error=True)
+            output = ToolOutput(PERMISSION_DENIED, is_error=True)
+            if allowed:
+                turn.running = ToolRun(self.toolbox, tool_use_id, name, tool_input, self.settings.tool_output_limit)
+                async for delta in turn.running.events():
+                    yield delta
+                output, turn.running = turn.running.output or output, None
             elapsed = time.monotonic() - started
             if name == "compact" and output.content == COMPACT_TOOL_OUTPUT:
                 compact_requested = True
@@ -414,9 +417,6 @@ class Agent:
                 yield event
             yield await self.measure()
 
-    def _pre_approved(self, tool: str) -> bool:
-        return self.allow_all or tool in self.allowed_for_session
-
     def _finish(self, turn: Turn) -> HistoryChanged | None:
         """The one place a turn ends (completed, failed, cancelled or closed): repair and record it.
         Runs once; returns the repair (the interrupted tool calls answered), if one was needed."""
@@ -428,11 +428,7 @@ class Agent:
         self.economics.abandon("cancelled")
         repaired = None
         if turn.batch:
-            done = {result.get("tool_use_id") for result in turn.answered}
-            results = [*turn.answered] + [
-                interrupted_result(str(block.get("id"))) for block in turn.batch if block.get("id") not in done
-            ]
-            repaired = self.conversation.append({"role": "user", "content": results}, "interrupted")
+            repaired = self.conversation.append({"role": "user", "content": turn.all_answered()}, "interrupted")
         self.running = False
         if not turn.finished:
             self.conversation.record_cancel()

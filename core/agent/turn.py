@@ -10,6 +10,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.agent.tool_run import ToolRun
+from core.history.messages import INTERRUPTED, interrupted_result
 from core.model.base import ModelResponse
 
 Message = dict[str, Any]
@@ -29,12 +31,26 @@ class Turn:
     batch: list[Message] = field(default_factory=list)  # tool_use blocks of the reply being answered
     answered: list[Message] = field(default_factory=list)  # their tool_results so far
     waiting: asyncio.Future[str] | None = None  # an unanswered PermissionRequested.reply
+    running: ToolRun | None = None  # the tool call running now (a cancel keeps what it printed)
     response: ModelResponse | None = None
     final_text: str = ""
     error: str | None = None
     error_kind: str = "error"
     finished: bool = False
     ended: bool = False
+
+    def all_answered(self) -> list[Message]:
+        """The batch's results after a cancel: those it has, then `[interrupted]` for each call left
+        unanswered (with what it printed, for the one that was running)."""
+        done = {result.get("tool_use_id") for result in self.answered}
+        return [*self.answered] + [
+            interrupted_result(str(block.get("id")), self._interrupted_text(str(block.get("id"))))
+            for block in self.batch if block.get("id") not in done
+        ]
+
+    def _interrupted_text(self, tool_use_id: str) -> str:
+        running = self.running
+        return running.interrupted_text() if running and running.tool_use_id == tool_use_id else INTERRUPTED
 
     def fail(self, message: str, kind: str) -> None:
         self.error, self.error_kind = message, kind

@@ -10,9 +10,12 @@ import math
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+OutputSink = Callable[[str], None]
+"""Takes a running tool's output in pieces as it prints it (a tool with `streams_output` calls it)."""
 
 @dataclass(frozen=True)
 class ToolOutput:

@@ -8,6 +8,7 @@ in its environment. Only cancellation propagates out of `run`.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import os
 import shutil
@@ -15,7 +16,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from core.tools.base import ToolError, ToolOutput, optional_seconds, require_str
+from core.tools.base import OutputSink, ToolError, ToolOutput, optional_seconds, require_str
 from core.tools.bash_output import BoundedOutput, Spill
 from core.tools.processes import kill_tree, new_run_tag, tool_environment
 from core.tools.workspace import Workspace
@@ -31,6 +32,7 @@ class BashTool:
 
     name = "bash"
     needs_permission = True
+    streams_output = True  # run() takes on_output: the output as it is printed
 
     def __init__(
         self,
@@ -87,7 +89,8 @@ class BashTool:
     async def preview(self, tool_input: dict[str, Any]) -> str:
         return ""
 
-    async def run(self, tool_input: dict[str, Any]) -> ToolOutput:
+    async def run(self, tool_input: dict[str, Any], on_output: OutputSink | None = None) -> ToolOutput:
+        """Run the command; `on_output` gets its output as it is printed (decoded, invalid bytes replaced)."""
         command = require_str(tool_input, "command")
         if not command.strip():
             raise ToolError("Input field 'command' must not be empty.")
@@ -125,7 +128,7 @@ class BashTool:
             Spill(self.spill_dir, self.workspace.root, self.spill_byte_limit) if self.spill_dir is not None else None
         )
         assert process.stdout is not None
-        pump = asyncio.create_task(self._pump(process.stdout, output, spill))
+        pump = asyncio.create_task(self._pump(process.stdout, output, spill, on_output))
         try:
             timed_out, stopped_background = await self._supervise(process, pump, timeout, tag)
         except BaseException:
@@ -204,9 +207,14 @@ class BashTool:
             await _wait_for_exit(process, 2.0)
         return True, False
 
-    async def _pump(self, stream: asyncio.StreamReader, output: BoundedOutput, spill: Spill | None) -> None:
+    async def _pump(
+        self, stream: asyncio.StreamReader, output: BoundedOutput, spill: Spill | None, on_output: OutputSink | None
+    ) -> None:
         spilling = False
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character split over two reads
         while chunk := await stream.read(_READ_CHUNK_BYTES):
+            if on_output is not None and (text := decoder.decode(chunk)):
+                on_output(text)
             if spill is not None:
                 if spilling:
                     await spill.write(chunk)

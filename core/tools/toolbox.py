@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from core.text import valid_utf8
-from core.tools.base import Tool, ToolError, ToolOutput, fold_lines
+from core.tools.base import OutputSink, Tool, ToolError, ToolOutput, fold_lines
 from core.tools.bash import BashTool
 from core.tools.compact import CompactTool
 from core.tools.edit_file import EditFileTool
@@ -84,12 +84,13 @@ class ToolBox:
         except Exception as error:
             return valid_utf8(f"(no preview: {self._describe(name, error)})")
 
-    async def run(self, name: str, tool_input: dict[str, Any]) -> ToolOutput:
-        """Run tool `name`; problems come back as an error ToolOutput, only cancellation raises."""
-        output = await self._run(name, tool_input)
+    async def run(self, name: str, tool_input: dict[str, Any], on_output: OutputSink | None = None) -> ToolOutput:
+        """Run tool `name`; problems come back as an error ToolOutput, only cancellation raises.
+        `on_output` gets the output in pieces as it is printed, from a tool that streams it (bash)."""
+        output = await self._run(name, tool_input, on_output)
         return ToolOutput(valid_utf8(output.content), output.is_error)
 
-    async def _run(self, name: str, tool_input: dict[str, Any]) -> ToolOutput:
+    async def _run(self, name: str, tool_input: dict[str, Any], on_output: OutputSink | None) -> ToolOutput:
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             known = ", ".join(self._tools)
@@ -97,6 +98,8 @@ class ToolBox:
         if not isinstance(tool_input, dict):
             return ToolOutput(f"Tool input for {name} must be a JSON object.", is_error=True)
         try:
+            if on_output is not None and getattr(tool, "streams_output", False):
+                return await tool.run(tool_input, on_output=on_output)  # type: ignore[call-arg]
             return await tool.run(tool_input)
         except (ToolError, WorkspaceError) as exc:
             return ToolOutput(fold_lines(str(exc)), is_error=True)

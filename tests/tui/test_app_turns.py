@@ -137,6 +137,26 @@ async def test_escape_during_bash_answers_the_tool_use(tmp_path: Path) -> None:
     await agent.aclose()
 
 
+async def test_a_running_command_shows_its_output_and_escape_keeps_it(tmp_path: Path) -> None:
+    """What bash prints shows while it runs, and Esc keeps it: the block and the tool result both hold it."""
+    agent = make_agent(tmp_path, allow_all=True)
+    app = CtxApp(agent)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await type_and_send(pilot, "$ echo first line; echo second line; sleep 5; touch finished.txt")
+        await wait_for(pilot, lambda: bool(app.chat.tools))
+        block = next(iter(app.chat.tools.values()))
+        await wait_for(pilot, lambda: "second line" in str(block._summary.render()))  # live, before it ends
+        assert not block.finished
+        await pilot.press("escape")
+        await settled(pilot, app, 1)
+        assert not (tmp_path / "finished.txt").exists()
+        assert pairing_problems(agent.messages) == []
+        result = agent.messages[-1]["content"][0]["content"]
+        assert result.startswith(INTERRUPTED) and "first line\nsecond line\n" in result
+        assert block.is_error and block.output is not None and "first line\nsecond line" in block.output
+    await agent.aclose()
+
+
 async def test_permission_deny_then_allow_for_session(tmp_path: Path) -> None:
     agent = make_agent(tmp_path)
     app = CtxApp(agent)

@@ -505,6 +505,10 @@ class MainScreen(Screen[None]):
         self.chat.set_activity("waiting for your permission" if asking else self._activity)
         self.chat.set_waiting(asking)
 
+    @on(msg.ToolOutputDelta)
+    def _tool_output(self, message: msg.ToolOutputDelta) -> None:
+        self.chat.tool_output(message.event.tool_use_id, message.event.text)
+
     @on(msg.ToolCallFinished)
     async def _tool_finished(self, message: msg.ToolCallFinished) -> None:
         event = message.event

@@ -194,6 +194,11 @@ class ChatPane(Vertical):
         await self._add(block)
         return block
 
+    def tool_output(self, tool_use_id: str, text: str) -> None:
+        """A piece of a running tool's output (shown live in its block)."""
+        if (block := self.tools.get(tool_use_id)) is not None:
+            block.add_output(text)
+
     async def finish_tool(
         self, tool_use_id: str, name: str, tool_input: dict[str, Any], output: str, chars: int,
         seconds: float, is_error: bool,

@@ -27,6 +27,8 @@ from tui.format import count, duration, one_line, plural, tool_input_summary
 from tui.widgets.line import Line
 
 PREVIEW_CHARS = 3_000
+LIVE_CHARS = 200_000
+"""Output kept while a tool runs (shown as its last lines; the result holds the whole)."""
 PREVIEW_LINES = 40
 INPUT_PREVIEW_CHARS = 6_000
 SUMMARY_SOURCE_CHARS = 400
@@ -74,6 +76,8 @@ class ToolBlock(Vertical, can_focus=True):
         self._seconds: float | None = 0.0
         self._chars = 0
         self._timer: Timer | None = None
+        self._live: list[str] = []  # the output printed so far, while it runs (bounded: LIVE_CHARS)
+        self._live_chars = 0
         self._input_summary = visible(tool_input_summary(name, _head_values(tool_input), 100))
         self._header = Line(classes="tool--header")
         self._summary = Static(classes="tool--summary")
@@ -92,8 +96,11 @@ class ToolBlock(Vertical, can_focus=True):
         self._render_header()
         if self.finished:
             return
-        self._summary.update(Content("└ running…"))
-        self._output.update(Content("(running)"))
+        if self._live:
+            self._show_live()
+        else:
+            self._summary.update(Content("└ running…"))
+            self._output.update(Content("(running)"))
         self._timer = self.set_interval(0.25, self._render_header)
 
     # --- state ----------------------------------------------------------------------------------
@@ -118,6 +125,25 @@ class ToolBlock(Vertical, can_focus=True):
         self._summary.update(Content(f"└ {shape} · {visible(summary)}"))
         self._output.update(Content(_preview(output)))
 
+    def add_output(self, text: str) -> None:
+        """A piece of the output as the tool prints it: the summary shows its last line, the body the
+        last PREVIEW_LINES lines."""
+        if self.finished:
+            return
+        self._live.append(text)
+        self._live_chars += len(text)
+        while self._live_chars > LIVE_CHARS and len(self._live) > 1:
+            self._live_chars -= len(self._live.pop(0))
+        if self.is_mounted:
+            self._show_live()
+
+    def _show_live(self) -> None:
+        tail = "".join(self._live)[-PREVIEW_CHARS:]
+        lines = tail.splitlines()
+        last = next((line for line in reversed(lines) if line.strip()), "")
+        self._summary.update(Content(f"└ running… {visible(one_line(last, 160))}"))
+        self._output.update(Content(visible("\n".join(lines[-PREVIEW_LINES:]))))
+
     def set_waiting(self, waiting: bool) -> None:
         """The permission modal is up for this call (or was just answered)."""
         self.waiting = waiting
@@ -128,7 +154,9 @@ class ToolBlock(Vertical, can_focus=True):
         """The turn was cancelled while this tool ran."""
         if self.finished:
             return
-        self.finish("[interrupted]", len("[interrupted]"), time.monotonic() - self._started, True)
+        printed = "".join(self._live)
+        text = f"[interrupted] the call was stopped; what it printed before:\n{printed}" if printed else "[interrupted]"
+        self.finish(text, len(text), time.monotonic() - self._started, True)
 
     def _render_header(self) -> None:
         summary = self._input_summary

@@ -32,6 +32,7 @@ from core.events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolOutputDelta,
     TurnFinished,
 )
 from core.history import estimate_chars, pairing_problems
@@ -694,6 +695,37 @@ async def test_cancel_mid_tool_answers_the_tool_use_with_interrupted(
     assert "[interrupted]" in result["content"]
     assert_history_valid(agent)
     assert not agent.running
+    assert not (tmp_path / "finished.txt").exists()
+
+
+async def test_a_running_command_streams_its_output_and_a_cancel_keeps_it(
+    build: Build, anthropic_env: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """bash's output arrives as ToolOutputDelta events while it runs (a character split over two reads
+    arrives whole), and the cancelled call's result keeps what it printed."""
+    command = "for n in 1 2 3; do echo line $n; done; printf 'caf\\303'; sleep 0.2; printf '\\251\\n'; sleep 10; touch finished.txt"
+    anthropic_env.script(tool_reply([("toolu_loop", "bash", {"command": command})]))
+    agent = build(permission=allow)
+    printed: list[str] = []
+    done = asyncio.Event()
+
+    async def consume() -> None:
+        async for event in answered(agent, agent.run_turn("count")):
+            assert not isinstance(event, ToolCallFinished), "the command was still running"
+            if isinstance(event, ToolOutputDelta):
+                printed.append(event.text)
+                if "café\n" in "".join(printed):
+                    done.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(done.wait(), timeout=10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert "".join(printed) == "line 1\nline 2\nline 3\ncafé\n"
+    result = results_of(agent.messages[-1])["toolu_loop"]["content"]
+    assert result.startswith("[interrupted]") and result.endswith("line 1\nline 2\nline 3\ncafé\n")
+    assert_history_valid(agent)
     assert not (tmp_path / "finished.txt").exists()
 
 
