@@ -142,7 +142,7 @@ def test_pin_compact_undo_round_trip_in_a_real_terminal() -> None:
         wait_until(lambda: tree_focused(tmux.screen()), 10, "the tree to take the focus", tmux)
         keys("Up")
         wait_until(lambda: cursor_on(tmux.styled_screen(), "#3 user · tool_result"), 10, "the cursor on the result", tmux)
-        keys("p")
+        keys("F6")
         wait_until(lambda: "pinned the result" in tmux.screen() and "pinned" in tmux.screen(), 10, "the pin", tmux)
         keys("C-t")
         wait_until(lambda: not tree_focused(tmux.screen()), 10, "the prompt to take the focus back", tmux)

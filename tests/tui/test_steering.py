@@ -94,10 +94,10 @@ async def test_typing_while_the_tree_has_focus_never_steers(tmp_path: Path) -> N
     agent = make_agent(tmp_path)
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
-        await send(pilot, app, "read f1.txt", 1)
+        await send(pilot, app, "read f1.txt")
         await app.main.run_action("compact_now")
         await settled(pilot, app, 2)
-        await send(pilot, app, "read f2.txt", 3)
+        await send(pilot, app, "read f2.txt")
         (tool_use_id, _), = results(agent).items()
         await select(pilot, app, tool_use_id)
         assert app.message_tree.has_focus
