@@ -18,6 +18,9 @@ from core.client_markers import FoundMarker, is_compaction_summary
 from core.events import Splice
 from core.proxy.diff import RequestDiff, diff_messages, loose_equal
 from core.text import one_line, visible
+from core.usage.cache import CacheTracker
+from core.usage.fingerprint import Fingerprinter, PrefixPrint
+from core.usage.miss import CacheMiss
 from core.usage.prices import Usage
 from core.usage.timeline import ContextSample
 
@@ -70,6 +73,8 @@ class ProxyCall:
     cost: float | None = None
     timings: Timings = field(default_factory=Timings)
     complete: bool = False  # the reply ended as the API ends one (message_stop, or a whole JSON body)
+    prefix: PrefixPrint | None = None  # the request's cacheable prefix, block by block
+    cache_miss: CacheMiss | None = None  # why it could not read the conversation's last cached prefix
 
     @property
     def finished(self) -> bool:
@@ -112,6 +117,8 @@ class Conversation:
     latest: ProxyCall | None = None
     latest_sizes: list[int] = field(default_factory=list)  # message_chars of latest.messages, in order
     aliases: set[str] = field(default_factory=set)  # keys it continued under after a compaction
+    cache: CacheTracker = field(default_factory=CacheTracker)  # the prefix its last answered call cached
+    prints: Fingerprinter = field(default_factory=Fingerprinter)
 
 
 def first_diff(messages: Sequence[Any]) -> RequestDiff:
@@ -176,6 +183,7 @@ def call_sample(call: ProxyCall, previous: ProxyCall | None = None) -> ContextSa
         cache_creation_tokens=usage.cache_creation_tokens if usage is not None else None,
         output_tokens=usage.output_tokens if usage is not None else None,
         cost=call.cost, error=failure(call) if failed else None,
+        cache_miss=call.cache_miss if usage is not None and not failed else None,
     )
 
 

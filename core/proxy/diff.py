@@ -24,17 +24,9 @@ from typing import Any
 
 from core.events import HistoryChanged, Splice
 from core.history import estimate_chars
+from core.usage.fingerprint import without_cache_marks
 
 Message = dict[str, Any]
-
-
-def without_cache_marks(value: Any) -> Any:
-    """`value` with every `cache_control` key removed, at any depth (a copy; the input is not changed)."""
-    if isinstance(value, dict):
-        return {key: without_cache_marks(item) for key, item in value.items() if key != "cache_control"}
-    if isinstance(value, list):
-        return [without_cache_marks(item) for item in value]
-    return value
 
 
 def _canonical(value: Any) -> str:

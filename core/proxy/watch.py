@@ -21,6 +21,7 @@ from typing import Any
 from core.client_markers import find_client_markers, is_compaction_summary
 from core.history.sizes import list_chars, message_chars
 from core.proxy.calls import (
+    CLIENT_COMPACTION,
     CallFinished,
     CallStarted,
     Conversation,
@@ -212,6 +213,12 @@ class Watch:
             tools = previous.tools if tools == previous.tools else tools
         known = dict(zip(map(id, previous.messages), conversation.latest_sizes, strict=False)) if previous else {}
         sizes = [known.get(id(message)) or message_chars(message) for message in interned]
+        prefix = conversation.prints.print(model or "", system, tools or [], interned)
+        if _one_hour_marks(body):
+            conversation.cache.ttl = "1h"
+        miss = conversation.cache.miss(prefix, start.started)
+        if miss is not None and miss.cause == "messages_changed" and diff.compacted:
+            miss = replace(miss, by=CLIENT_COMPACTION)
         user_agent = next((value for name, value in start.headers if name.lower() == "user-agent"), None)
         call = ProxyCall(
             id=start.id, number=len(self.calls) + 1, started=start.started, user_agent=user_agent,
@@ -219,7 +226,7 @@ class Watch:
             model=model, stream=body.get("stream") is True, messages=interned, system=system, tools=tools,
             params={key: value for key, value in body.items() if key not in ("messages", "system", "tools")},
             chars=list_chars(sizes, len(sizes)), diff=diff, markers=tuple(find_client_markers(interned)),
-            body_error=body_error,
+            body_error=body_error, prefix=prefix, cache_miss=miss,
         )
         if self.recorder is not None:
             record = _request_record(start, call, body, body_error, text)
@@ -276,6 +283,9 @@ class Watch:
             error = {"type": "api_error", "message": end.note}
         done = replace(call, outcome=end.outcome, status=end.status, reply=message, error=error, usage=usage,
                        cost=cost, timings=end.timings, complete=reply.complete)
+        conversation = self._by_key.get(call.conversation_key)
+        if conversation is not None and call.prefix is not None and usage is not None and (end.status or 0) < 400:
+            conversation.cache.answered(call.prefix, usage, call.started)
         if self.recorder is not None and call.record is not None:
             record = {
                 "type": RESPONSE, "id": call.id, "status": end.status, "outcome": end.outcome,
@@ -291,6 +301,22 @@ class Watch:
             except RecordError as error:
                 return done, f"reply not recorded: {error}"
         return done, None
+
+
+def _one_hour_marks(body: dict[str, Any]) -> bool:
+    """The request asks for 1-hour cache entries: a breakpoint with `"ttl": "1h"` on a tool, a system
+    block or a block of its last messages (where clients put their breakpoints)."""
+    messages = body.get("messages")
+    blocks: list[Any] = []
+    for part in (body.get("tools"), body.get("system")):
+        if isinstance(part, list):
+            blocks.extend(part)
+    for message in messages[-4:] if isinstance(messages, list) else ():
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            blocks.extend(content)
+    return any(isinstance(block, dict) and isinstance(block.get("cache_control"), dict)
+               and block["cache_control"].get("ttl") == "1h" for block in blocks)
 
 
 def _request_record(start: ExchangeStart, call: ProxyCall, body: dict[str, Any], body_error: str | None,

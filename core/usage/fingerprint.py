@@ -128,8 +128,20 @@ def block_label(role: str, value: Any) -> str:
     return f"{role} {kind}{' ' + str(ident) if ident else ''} {one_line(str(text), 60)!r}".strip()
 
 
+def without_cache_marks(value: Any) -> Any:
+    """`value` without its `cache_control` keys, at any depth (a copy where there were any): a client
+    moves its breakpoints from request to request, and they are not part of the cached bytes' key."""
+    if isinstance(value, dict):
+        return {key: without_cache_marks(item) for key, item in value.items() if key != "cache_control"}
+    if isinstance(value, list):
+        return [without_cache_marks(item) for item in value]
+    return value
+
+
 def _digest(role: str, value: Any) -> tuple[bytes, int]:
     text = dumps(value)
+    if '"cache_control"' in text:  # another client's breakpoints (the proxy); ctxtui adds its own at send time
+        text = dumps(without_cache_marks(value))
     return hashlib.blake2b(f"{role}\0{text}".encode("utf-8", "surrogatepass"), digest_size=16).digest(), len(text)
 
 

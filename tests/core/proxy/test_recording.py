@@ -152,3 +152,40 @@ def test_a_recording_without_a_request_is_refused_in_one_line(tmp_path: Path) ->
     result = ctxtui("inspect", str(path), "--report")
     assert result.returncode == 2
     assert "a proxy recording without a request that has messages" in result.stderr
+
+
+def _marked(text: str) -> dict[str, object]:
+    return {"role": "user", "content": [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]}
+
+
+def _plain(role: str, text: str) -> dict[str, object]:
+    return {"role": role, "content": [{"type": "text", "text": text}]}
+
+
+async def test_a_watched_conversation_s_cache_misses_are_named(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    """Each call's miss against the conversation's last cached prefix: the first call, none while the
+    client only appends and moves its breakpoint, a changed message where the client edited one."""
+    from core.proxy.calls import call_sample
+
+    system = [{"type": "text", "text": "You are a careful coding agent. " * 300, "cache_control": {"type": "ephemeral"}}]
+    first = "fix the failing test in app/test_x.py"
+    requests = [
+        [_marked(first)],
+        [_plain("user", first), _plain("assistant", "Looking."), _marked("go on")],
+        [_plain("user", first), _plain("assistant", "Looking (edited)."), _plain("user", "go on"),
+         _plain("assistant", "Done."), _marked("and now?")],
+    ]
+    fake_api.script(*(text_reply(f"reply {number}") for number in range(len(requests))))
+    async with running_proxy(fake_api.base_url, tmp_path) as proxy, sdk_client(proxy.url) as client:
+        for messages in requests:
+            await client.messages.create(model=MODEL, max_tokens=100, system=system,  # type: ignore[arg-type]
+                                         messages=messages)  # type: ignore[arg-type]
+        calls = await proxy.finished(len(requests))
+    assert [call.conversation for call in calls] == [1, 1, 1]
+    misses = [call.cache_miss for call in calls]
+    assert misses[0] is not None and misses[0].cause == "first_call"
+    assert misses[1] is None, misses[1]  # appended, breakpoint moved: the whole cached prefix is read
+    assert calls[1].usage is not None and calls[1].usage.cache_read_tokens > 0
+    assert misses[2] is not None and misses[2].cause == "messages_changed" and misses[2].path == "messages.1.content.0"
+    assert misses[2].tokens and misses[2].by is None  # nothing of ours: the client edited its history
+    assert call_sample(calls[2]).cache_miss == misses[2]  # the timeline marks it
