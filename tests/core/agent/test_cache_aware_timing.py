@@ -8,20 +8,19 @@ compacts. "eager" runs them before every call, as the seed does.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from core.agent import Agent
 from core.compaction import CompactionSettings
 from core.events import AgentEvent, CompactionHeld, CompactionStep, NextCallPreview
-from tests.support.fakeapi import FakeAnthropicServer, FakeClock, settings_for, text_reply, tool_reply
-from tests.support.permission import give_policy, run
+from tests.support.agents import Build, sdk_agents
+from tests.support.fakeapi import FakeAnthropicServer, FakeClock, text_reply, tool_reply
+from tests.support.permission import run
 
 MODEL = "claude-sonnet-5-5"
-Build = Callable[..., Agent]
 LIMIT = CompactionSettings(context_char_limit=9_000, keep_recent_results=1, micro_min_chars=50,
                            fit_preview_chars=400, persisted_preview_chars=500, large_result_char_limit=3_000)
 
@@ -36,22 +35,9 @@ async def build(anthropic_env: FakeAnthropicServer, tmp_path: Path, clock: FakeC
     for name in ("a.txt", "b.txt", "c.txt"):
         line = f"{name} holds this line\n"
         (tmp_path / name).write_text((line * 200)[:3_500])
-    agents: list[Agent] = []
-
-    async def allow(tool: str, tool_input: dict[str, Any]) -> bool:
-        return True
-
-    def make(**overrides: Any) -> Agent:
-        values = {"model": MODEL, "compaction": LIMIT, "compaction_timing": "cache-aware",
-                  "cache_ceiling_tokens": 100_000, **overrides}
-        agent = give_policy(Agent.from_settings(settings_for(tmp_path, **values)), allow)
-        agent.economics.clock = clock
-        agents.append(agent)
-        return agent
-
-    yield make
-    for agent in agents:
-        await agent.aclose()
+    defaults = {"model": MODEL, "compaction": LIMIT, "compaction_timing": "cache-aware", "cache_ceiling_tokens": 100_000}
+    async with sdk_agents(tmp_path, defaults=defaults, clock=clock) as make:
+        yield make
 
 
 def script_three_reads(server: FakeAnthropicServer) -> None:

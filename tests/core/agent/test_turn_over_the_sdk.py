@@ -22,7 +22,6 @@ import pytest
 
 from core.agent import Agent
 from core.compaction import CompactionSettings
-from core.config import Settings
 from core.events import (
     AgentEvent,
     AssistantMessage,
@@ -38,6 +37,7 @@ from core.events import (
 from core.history import estimate_chars, pairing_problems
 from core.markers import parse_marker
 from core.model.base import SUMMARY_SYSTEM_PROMPT
+from tests.support.agents import Build, sdk_agents
 from tests.support.fakeapi import (
     FakeAnthropicServer,
     cut_stream,
@@ -52,31 +52,16 @@ from tests.support.fakeapi import (
     text_reply,
     tool_reply,
 )
-from tests.support.permission import answered, give_policy, run
+from tests.support.permission import answered, run
 
 LIMIT = 50_000
 TOOL_NAMES = {"bash", "read_file", "write_file", "edit_file", "glob", "compact"}
 CTXTUI = Path(sys.executable).with_name("ctxtui")
 
 Message = dict[str, Any]
-Build = Callable[..., Agent]
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def settings_for(workdir: Path, **overrides: Any) -> Settings:
-    """Short timeouts and small retry caps so error paths stay fast."""
-    values: dict[str, Any] = {
-        "workdir": workdir,
-        "model": "claude-test",
-        "max_retries": 2,
-        "retry_after_cap": 0.2,
-        "request_timeout": 2.0,
-        "compaction": CompactionSettings(),
-    }
-    values.update(overrides)
-    return Settings(**values)
 
 
 async def allow(tool_name: str, tool_input: dict[str, Any]) -> bool:
@@ -86,16 +71,9 @@ async def allow(tool_name: str, tool_input: dict[str, Any]) -> bool:
 @pytest.fixture
 async def build(anthropic_env: FakeAnthropicServer, tmp_path: Path) -> AsyncIterator[Build]:
     """Build agents on the real SDK pointed at the fake; closes them (flushing sessions) afterwards."""
-    agents: list[Agent] = []
-
-    def make(workdir: Path | None = None, permission: Any = None, **overrides: Any) -> Agent:
-        agent = give_policy(Agent.from_settings(settings_for(workdir or tmp_path, **overrides)), permission)
-        agents.append(agent)
-        return agent
-
-    yield make
-    for agent in agents:
-        await agent.aclose()
+    # short timeouts and small retry caps keep the error paths fast
+    async with sdk_agents(tmp_path, policy=None, defaults={"max_retries": 2, "request_timeout": 2.0}) as make:
+        yield make
 
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,30 +26,19 @@ from core.agent import Agent
 from core.events import TurnFinished
 from core.history import pairing_problems
 from core.sessions.log import SessionLog
+from tests.support.agents import Build, sdk_agents
 from tests.support.cli import ctxtui, env_without_key
 from tests.support.fakeapi import FakeAnthropicServer, settings_for, text_reply, tool_reply
-from tests.support.permission import give_policy, run
+from tests.support.permission import run
 
 Message = dict[str, Any]
-Build = Callable[..., Agent]
 API_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 
 @pytest.fixture
 async def build(anthropic_env: FakeAnthropicServer, tmp_path: Path) -> AsyncIterator[Build]:
-    agents: list[Agent] = []
-
-    async def allow(tool: str, tool_input: dict[str, Any]) -> bool:
-        return True
-
-    def make(**overrides: Any) -> Agent:
-        agent = give_policy(Agent.from_settings(settings_for(tmp_path, **overrides)), allow)
-        agents.append(agent)
-        return agent
-
-    yield make
-    for agent in agents:
-        await agent.aclose()
+    async with sdk_agents(tmp_path) as make:
+        yield make
 
 
 def sendable(messages: list[Message]) -> None:

@@ -6,42 +6,29 @@ sent, and a reply cut at the context window is said in one line. Summary calls a
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import pytest
 
-from core.agent import Agent
 from core.events import AgentEvent, ContextSampled, ErrorEvent, Notice, TurnFinished
 from core.history import breakdown, pairing_problems
 from core.history.thinking import thinking_positions
-from tests.support.fakeapi import FakeAnthropicServer, MessageReply, settings_for, text_reply, tool_reply
-from tests.support.permission import give_policy, run
+from tests.support.agents import Build, sdk_agents
+from tests.support.fakeapi import FakeAnthropicServer, MessageReply, text_reply, tool_reply
+from tests.support.permission import run
 
 MODEL = "claude-sonnet-5-5"
-Build = Callable[..., Agent]
 
 
 @pytest.fixture
 async def build(anthropic_env: FakeAnthropicServer, tmp_path: Path) -> AsyncIterator[Build]:
     anthropic_env.models[MODEL] = 1_000_000
     anthropic_env.thinking[MODEL] = ("adaptive", "disabled")
-    agents: list[Agent] = []
-
-    async def allow(tool: str, tool_input: dict[str, Any]) -> bool:
-        return True
-
-    def make(**overrides: Any) -> Agent:
-        values = {"model": MODEL, **overrides}
-        agent = give_policy(Agent.from_settings(settings_for(tmp_path, **values)), allow)
-        agents.append(agent)
-        return agent
-
-    yield make
-    for agent in agents:
-        await agent.aclose()
+    async with sdk_agents(tmp_path, defaults={"model": MODEL}) as make:
+        yield make
 
 
 def of(events: list[AgentEvent], kind: type) -> list[Any]:

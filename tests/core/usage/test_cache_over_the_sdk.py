@@ -9,7 +9,7 @@ fake cache did and what the formulas of DESIGN.md ("Cache, thinking and cost tru
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -28,20 +28,19 @@ from core.events import (
 )
 from core.usage.prices import price_for
 from core.usage.timeline import TokenCount, describe_sample
+from tests.support.agents import Build, sdk_agents
 from tests.support.fakeapi import (
     FakeAnthropicServer,
     FakeClock,
     MessageReply,
     error_reply,
-    settings_for,
     text_reply,
     tool_reply,
 )
-from tests.support.permission import give_policy, run
+from tests.support.permission import run
 
 MODEL = "claude-sonnet-5-5"
 PRICE = price_for(MODEL)
-Build = Callable[..., Agent]
 
 
 @pytest.fixture
@@ -51,20 +50,8 @@ def clock(anthropic_env: FakeAnthropicServer) -> FakeClock:
 
 @pytest.fixture
 async def build(anthropic_env: FakeAnthropicServer, tmp_path: Path, clock: FakeClock) -> AsyncIterator[Build]:
-    agents: list[Agent] = []
-
-    async def allow(tool: str, tool_input: dict[str, Any]) -> bool:
-        return True
-
-    def make(**overrides: Any) -> Agent:
-        agent = give_policy(Agent.from_settings(settings_for(tmp_path, model=MODEL, **overrides)), allow)
-        agent.economics.clock = clock  # the agent's clock is the fake cache's
-        agents.append(agent)
-        return agent
-
-    yield make
-    for agent in agents:
-        await agent.aclose()
+    async with sdk_agents(tmp_path, defaults={"model": MODEL}, clock=clock) as make:
+        yield make
 
 
 def of(events: list[AgentEvent], kind: type) -> list[Any]:

@@ -8,17 +8,17 @@ says it sent: the timeline, the cache breakpoints, the exact counts and their fa
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from core.agent import Agent
 from core.events import AgentEvent, CompactionStep, ContextSampled, TextDelta, TurnFinished
 from core.history import estimate_chars
 from core.usage.counting import estimate_request, model_window
 from core.usage.timeline import describe_sample
+from tests.support.agents import Build, sdk_agents
 from tests.support.fakeapi import (
     FakeAnthropicServer,
     MessageReply,
@@ -28,30 +28,16 @@ from tests.support.fakeapi import (
     prompt_too_long,
     rate_limited,
     server_error,
-    settings_for,
     text_reply,
     tool_reply,
 )
-from tests.support.permission import give_policy, run
-
-Build = Callable[..., Agent]
+from tests.support.permission import run
 
 
 @pytest.fixture
 async def build(anthropic_env: FakeAnthropicServer, tmp_path: Path) -> AsyncIterator[Build]:
-    agents: list[Agent] = []
-
-    async def allow(tool: str, tool_input: dict[str, Any]) -> bool:
-        return True
-
-    def make(**overrides: Any) -> Agent:
-        agent = give_policy(Agent.from_settings(settings_for(tmp_path, **overrides)), allow)
-        agents.append(agent)
-        return agent
-
-    yield make
-    for agent in agents:
-        await agent.aclose()
+    async with sdk_agents(tmp_path) as make:
+        yield make
 
 
 def streamed(server: FakeAnthropicServer) -> list[dict[str, Any]]:
