@@ -519,6 +519,11 @@ class MainScreen(Screen[None]):
         await self.chat.add_compaction(message.event)
         self.inspector.step(message.event)
 
+    @on(msg.CompactionHeld)
+    async def _held(self, message: msg.CompactionHeld) -> None:
+        await self.chat.add_notice(message.event.describe(), icon="⏸")
+        self.inspector.held(message.event)
+
     @on(msg.ContextMeasured)
     def _measured(self, message: msg.ContextMeasured) -> None:
         self.inspector.measured(message.event)

@@ -198,9 +198,11 @@ class Steering:
         except SteeringError as error:
             self.host.notify(visible(str(error)), severity="error", markup=False)
             return
+        forecast = self.host.inspector.preview  # the last forecast: the timing, what waits, the facts at risk
         await self.host.app.push_screen(PreviewScreen(
             steps, chars=self.agent.chars, limit=self.agent.compactor.settings.context_char_limit,
-            paused=not self.agent.auto_compact))
+            paused=not self.agent.auto_compact, timing=forecast.timing if forecast is not None else None,
+            held=forecast.held if forecast is not None else (), at_risk=forecast.at_risk if forecast is not None else ()))
 
     def review_compact(self, focus: str | None) -> None:
         """Summary first: draft it, show it for review (accept / edit / cancel), compact with that text."""

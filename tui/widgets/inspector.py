@@ -25,6 +25,7 @@ from textual.widgets import ContentSwitcher
 
 from core.archive import Archive
 from core.events import (
+    CompactionHeld,
     CompactionStep,
     ContextMeasured,
     ContextSampled,
@@ -186,6 +187,10 @@ class Inspector(Vertical):
     def measured(self, event: ContextMeasured) -> None:
         self.gauge.measured(event)
 
+    def held(self, event: CompactionHeld) -> None:
+        """Cache-aware timing: these steps wait for the cache (until it is cold or the ceiling is reached)."""
+        self.gauge.held("cache-aware", event.steps)
+
     def sampled(self, event: ContextSampled) -> None:
         self.timeline_view.add_sample(event.sample)
         self.steps.sampled(event.sample)
@@ -253,9 +258,15 @@ class Inspector(Vertical):
     def _show_preview(self, preview: NextCallPreview) -> None:
         self.preview = preview
         steps = preview.steps
-        self.gauge.steering(paused=preview.paused, preview=preview_summary(steps) if steps else "",
+        line = preview_summary(steps) if steps else ""
+        if preview.at_risk:  # before a summary: what only the summary could keep
+            constraints = [fact for fact in preview.at_risk if fact.kind == "constraint"]
+            line += f" · ⚠ {len(preview.at_risk)} facts ({len(constraints)} constraints) only the summary could keep"
+        self.gauge.steering(paused=preview.paused, preview=line,
                             warning=any(step.step == LOSSY for step in steps))
         self.message_tree.set_marks(preview.pinned, preview.shortened)
+        if not self.start.offline:
+            self.gauge.held(preview.timing, preview.held)
         if self._warn_recompaction:
             self._warn_recompaction = False
             if preview.fired and not preview.paused:
