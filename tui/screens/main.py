@@ -512,7 +512,7 @@ class MainScreen(Screen[None]):
 
     @on(msg.CompactionHeld)
     async def _held(self, message: msg.CompactionHeld) -> None:
-        await self.chat.add_notice(message.event.describe(), icon="⏸")
+        await self.chat.add_notice(message.event.describe(), icon="‖")
         self.inspector.held(message.event)
 
     @on(msg.ContextMeasured)
