@@ -9,17 +9,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 
 from core.agent import Agent
+from core.config import Settings
 from tests.support.fakeapi import FakeAnthropicServer, settings_for, text_reply, tool_reply
 from tests.support.pilot import screen_ready, send, wait_for
 from tui.app import CtxApp
 from tui.screens.archive import ArchiveScreen
 from tui.screens.summary_review import SummaryReviewScreen
 from tui.widgets.chat_blocks import NoticeLine
-from tui.widgets.dropped_view import DroppedView
-from tui.widgets.facts_view import FactsView
 
 SIZE = (170, 50)
 RULE = "Never touch prod.yaml"
@@ -113,7 +113,21 @@ async def _review_screen(pilot: Pilot[None], app: CtxApp) -> SummaryReviewScreen
     return await screen_ready(pilot, SummaryReviewScreen)
 
 
-def test_the_views_are_in_f2s_round() -> None:
-    from tui.widgets.inspector import AGENT_VIEWS
-
-    assert AGENT_VIEWS == ("dropped", "facts") and DroppedView and FactsView
+async def test_f2_goes_round_every_view_and_the_palette_and_slash_commands_reach_the_new_ones(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    agent = Agent.from_settings(Settings(workdir=tmp_path, offline=True))
+    app = CtxApp(agent)
+    async with app.run_test(size=SIZE) as pilot:
+        seen = []
+        for _ in range(6):
+            await pilot.press("f2")
+            await pilot.pause()
+            seen.append(app.main.views.current)
+        assert seen == ["breakdown", "timeline", "dropped", "facts", "tree", "breakdown"]
+        assert app.main.inspector.dropped_view.border_subtitle == "f2 → facts"
+        await app.submit("/facts")
+        await wait_for(pilot, lambda: app.main.views.current == "facts" and app.focused is app.main.inspector.facts_view)
+        await app.submit("/dropped")
+        await wait_for(pilot, lambda: app.main.views.current == "dropped" and app.focused is app.main.inspector.dropped_view)
+    await agent.aclose()

@@ -311,10 +311,9 @@ class Inspector(Vertical):
         self.views.current = name
         if name == "breakdown":
             self._paint_breakdown()
-        if focus and name == "breakdown":
-            self.breakdown_view.query_one("#breakdown-table").focus()
-        elif focus and name != "tree":
-            self.query_one(f"#{name}").focus()
+        if focus and name != "tree":  # after the switch is painted: a hidden widget takes no focus
+            target = self.breakdown_view.query_one("#breakdown-table") if name == "breakdown" else self.query_one(f"#{name}")
+            self.call_after_refresh(target.focus)
 
     @property
     def next_view(self) -> str:
