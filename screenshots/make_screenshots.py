@@ -23,7 +23,8 @@ is rendered from that SVG with cairosvg.
   proxy-diff.png        the same session's diff view: the call after Claude Code cleared an old tool result
 
 `make_screenshots.py steering` writes only preview and summary-review; `make_screenshots.py proxy`
-only the proxy's two.
+only the proxy's two; `make_screenshots.py economics` only gauge-cache, timeline-misses and step-cost,
+and `make_screenshots.py ledger` only dropped and facts (screenshots/views_shots.py says how).
 
 The context is over the limit only between a turn adding tool results and the next
 `Compactor.prepare` (which runs at once and brings it down), so "over the limit" lasts
@@ -425,7 +426,21 @@ async def proxy_views() -> None:
             proxy.stop()
 
 
+async def economics_and_ledger(which: str) -> None:
+    """The views of screenshots/views_shots.py: "economics", "ledger" or both ("all")."""
+    from screenshots.views_shots import economics_views, ledger_views
+
+    if which in ("economics", "all"):
+        await economics_views(await fresh_workdir(), save, send, settle)
+    if which in ("ledger", "all"):
+        await ledger_views(await fresh_workdir(), save, send, settle)
+
+
 async def main() -> None:
+    if sys.argv[1:] in (["economics"], ["ledger"]):
+        await economics_and_ledger(sys.argv[1])
+        shutil.rmtree(WORKDIR, ignore_errors=True)
+        return
     if sys.argv[1:] == ["steering"]:
         await steering_views()
         shutil.rmtree(WORKDIR, ignore_errors=True)
@@ -440,6 +455,7 @@ async def main() -> None:
     await tree_and_archive()
     await small_terminal()
     await views_after_compaction()
+    await economics_and_ledger("all")
     shutil.rmtree(WORKDIR, ignore_errors=True)
 
 

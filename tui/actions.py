@@ -101,17 +101,24 @@ ACTIONS: tuple[Action, ...] = (
     Action("preview", "preview", "Show what the next call's compaction would do, step by step", key="f4",
            palette="Preview the next compaction", slash="preview", when="idle"),
     # --- the inspector's views ---
-    Action("next_view", "next_view", "Switch the inspector's view: message tree, breakdown, timeline",
-           key="f2", footer="View"),
-    Action("show_tree", "show_tree", "Show the message tree in the inspector",
+    Action("next_view", "next_view",
+           "Switch the inspector's view: message tree, breakdown, timeline, dropped, facts", key="f2", footer="View"),
+    Action("show_tree", "show_view('tree')", "Show the message tree in the inspector",
            palette="Inspector: message tree", slash="tree"),
-    Action("show_breakdown", "show_breakdown", "Show what fills the context, by category, in the inspector",
+    Action("show_breakdown", "show_view('breakdown')", "Show what fills the context, by category, in the inspector",
            palette="Inspector: context breakdown", slash="breakdown"),
-    Action("show_timeline", "show_timeline", "Show the context of every model call in the inspector",
+    Action("show_timeline", "show_view('timeline')", "Show the context of every model call in the inspector",
            palette="Inspector: call timeline", slash="timeline"),
+    Action("show_dropped", "show_view('dropped')",
+           "Show what compaction took out of the context, newest first; open or restore an item",
+           palette="Inspector: dropped (what compaction took)", slash="dropped"),
+    Action("show_facts", "show_view('facts')",
+           "Show which of your constraints, files and errors the model can no longer see; keep a constraint",
+           key="ctrl+f", palette="Inspector: facts the model cannot see", slash="facts"),
 )
 
 BY_NAME: dict[str, Action] = {action.name: action for action in ACTIONS}
+BY_ID: dict[str, Action] = {action.id: action for action in ACTIONS}
 BY_SLASH: dict[str, Action] = {action.slash: action for action in ACTIONS if action.slash}
 
 

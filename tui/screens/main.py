@@ -42,6 +42,7 @@ from tui.widgets.breakdown import BreakdownView
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_pane import ChatPane
 from tui.widgets.context_gauge import ContextGauge
+from tui.widgets.facts_view import FactsView, lost_constraints_hint
 from tui.widgets.inspector import Inspector, InspectorStart, request_extra
 from tui.widgets.keys_footer import KeysFooter
 from tui.widgets.message_tree import MessageTree
@@ -102,6 +103,7 @@ class MainScreen(Screen[None]):
             archive=agent.archive, messages=messages, chars=chars, limit=settings.context_char_limit,
             target_ratio=settings.micro_target_ratio, offline=agent.model.offline, paused=not agent.auto_compact,
             samples=agent.timeline, request_extra=request_extra(agent.system_prompt, agent.toolbox.schemas),
+            ledger=agent.ledger, facts=agent.facts().facts,
         )
         yield TitleBar(str(agent.toolbox.workspace.root), agent.model.label, agent.model.offline)
         with Horizontal(id="main"):
@@ -375,23 +377,12 @@ class MainScreen(Screen[None]):
 
     # the inspector's views
     def action_next_view(self) -> None:
-        """f2: the message tree, then the breakdown, then the timeline, then the tree again."""
-        {"tree": self.action_show_tree, "breakdown": self.action_show_breakdown,
-         "timeline": self.action_show_timeline}[self.inspector.next_view]()
+        """f2: the inspector's views in turn (tree, breakdown, timeline, dropped, facts), then the tree."""
+        self.action_show_view(self.inspector.next_view)
 
-    def action_show_tree(self) -> None:
+    def action_show_view(self, name: str) -> None:
         self._show_inspector()
-        self.inspector.show_view("tree")
-
-    def action_show_breakdown(self) -> None:
-        self._show_inspector()
-        self.inspector.show_view("breakdown")
-        self.inspector.breakdown_view.query_one("#breakdown-table").focus()
-
-    def action_show_timeline(self) -> None:
-        self._show_inspector()
-        self.inspector.show_view("timeline")
-        self.inspector.timeline_view.focus()
+        self.inspector.show_view(name, focus=True)
 
     # steering (tui/screens/steering.py)
     def action_compact(self) -> None:
@@ -523,6 +514,11 @@ class MainScreen(Screen[None]):
         await self.chat.add_compaction(message.event)
         self.inspector.step(message.event)
 
+    @on(msg.CompactionHeld)
+    async def _held(self, message: msg.CompactionHeld) -> None:
+        await self.chat.add_notice(message.event.describe(), icon="‖")
+        self.inspector.held(message.event)
+
     @on(msg.ContextMeasured)
     def _measured(self, message: msg.ContextMeasured) -> None:
         self.inspector.measured(message.event)
@@ -537,7 +533,8 @@ class MainScreen(Screen[None]):
 
     @on(msg.Notice)
     async def _notice(self, message: msg.Notice) -> None:
-        await self.chat.add_notice(message.event.message, warning=message.event.kind != "info")
+        text = lost_constraints_hint(message.event.message, actions.key_label(actions.BY_ID["show_facts"].key or ""))
+        await self.chat.add_notice(text, warning=message.event.kind != "info")
 
     @on(msg.ErrorEvent)
     async def _error(self, message: msg.ErrorEvent) -> None:
@@ -565,6 +562,10 @@ class MainScreen(Screen[None]):
     @on(Inspector.RestoreRequested)
     def _restore_requested(self, message: Inspector.RestoreRequested) -> None:
         self.call_later(self.steering.restore, message.path)
+
+    @on(FactsView.Keep)
+    def _keep_fact(self, message: FactsView.Keep) -> None:
+        self.call_later(self.steering.keep_fact, message.fact.text, message.fact.kind)
 
     @on(Inspector.Recompaction)
     async def _recompaction(self, message: Inspector.Recompaction) -> None:

@@ -18,7 +18,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from core.events import CompactionStep
+from core.events import CompactionStep, cache_cost_line
+from core.facts.records import Fact
 from core.text import visible
 from tui.format import count, plural
 
@@ -49,7 +50,22 @@ def step_lines(step: CompactionStep) -> list[str]:
         lines.append("   would write: " + ", ".join(step.files_written))
     if step.detail:
         lines.append(f"   {step.detail}")
+    cost = cache_cost_line(step.cache_invalidated_tokens, step.break_even_calls)
+    if cost:
+        lines.append(f"   cache: {cost}")
     return lines
+
+
+def at_risk_lines(facts: Sequence[Fact]) -> list[str]:
+    """Before a summary: the visible facts only the summary could keep (constraints first)."""
+    if not facts:
+        return []
+    constraints = sum(1 for fact in facts if fact.kind == "constraint")
+    head = f"⚠ only the summary could keep {plural(len(facts), 'fact')}"
+    head += f" ({plural(constraints, 'constraint')} of yours)" if constraints else ""
+    return [head + ": unless it says them, the model no longer sees:",
+            *(f"   {fact.kind}: {fact.text}" for fact in facts[:12]),
+            *([f"   … and {len(facts) - 12} more (the Facts view lists them all)"] if len(facts) > 12 else [])]
 
 
 class PreviewScreen(ModalScreen[None]):
@@ -67,9 +83,14 @@ class PreviewScreen(ModalScreen[None]):
         Binding("q", "close", "Close", show=False, id="preview.quit"),
     ]
 
-    def __init__(self, steps: Sequence[CompactionStep], *, chars: int, limit: int, paused: bool) -> None:
+    def __init__(self, steps: Sequence[CompactionStep], *, chars: int, limit: int, paused: bool,
+                 timing: str | None = None, held: Sequence[CompactionStep] = (), at_risk: Sequence[Fact] = ()) -> None:
         super().__init__()
         self.steps = list(steps)
+        self.timing = timing
+        self.held = list(held)
+        """Cache-aware timing: the steps that wait for the cache (not run by the next call while it is warm)."""
+        self.at_risk = list(at_risk)
         self.chars = chars
         self.limit = limit
         self.paused = paused
@@ -82,12 +103,21 @@ class PreviewScreen(ModalScreen[None]):
             if self.paused:
                 state += " Automatic compaction is paused: none of this runs until you resume it (f5)."
             yield Static(Content(state), classes="dialog--text")
+            if self.timing is not None:
+                timing = f"Compaction timing: {self.timing}."
+                if self.held:
+                    timing += (" While the cache is warm these wait: "
+                               + "; ".join(visible(" ".join(step_lines(step))) for step in self.held))
+                yield Static(Content(timing), classes="dialog--text")
             with VerticalScroll(id="preview-steps"):
                 if not self.steps:
                     yield Static(Content("No step would fire: the next call sends the history as it is."))
                 for step in self.steps:
                     text = "\n".join(step_lines(step))
                     yield Static(Content(visible(text)), classes="preview--step" + (" -lossy" if step.step == LOSSY else ""))
+                if self.at_risk:
+                    yield Static(Content(visible("\n".join(at_risk_lines(self.at_risk)))), id="preview-at-risk",
+                                 classes="preview--step -lossy")
             if any(step.step == LOSSY for step in self.steps):
                 yield Static(
                     Content("The summary replaces the history (kept whole in a transcript). Before it runs you can "

@@ -181,6 +181,17 @@ class Steering:
 
         await self._steer(undo, "no compaction to undo")
 
+    async def keep_fact(self, text: str, kind: str = "constraint") -> None:
+        """Make a fact the model cannot see visible again and keep it (its message pinned, or a pinned note)."""
+        async def keep() -> HistoryChanged | Notice | None:
+            changed, notice = await self.agent.keep_fact(text, kind)
+            if changed is None:
+                return notice
+            await self.host.chat.add_notice(notice.message)
+            return changed
+
+        await self._steer(keep, "")
+
     async def toggle_pause(self) -> None:
         agent = self.agent
         agent.auto_compact = not agent.auto_compact
@@ -198,9 +209,11 @@ class Steering:
         except SteeringError as error:
             self.host.notify(visible(str(error)), severity="error", markup=False)
             return
+        forecast = self.host.inspector.preview  # the last forecast: the timing, what waits, the facts at risk
         await self.host.app.push_screen(PreviewScreen(
             steps, chars=self.agent.chars, limit=self.agent.compactor.settings.context_char_limit,
-            paused=not self.agent.auto_compact))
+            paused=not self.agent.auto_compact, timing=forecast.timing if forecast is not None else None,
+            held=forecast.held if forecast is not None else (), at_risk=forecast.at_risk if forecast is not None else ()))
 
     def review_compact(self, focus: str | None) -> None:
         """Summary first: draft it, show it for review (accept / edit / cancel), compact with that text."""
@@ -220,7 +233,8 @@ class Steering:
             return
         finally:
             host.busy = False
-        screen = SummaryReviewScreen(draft, messages=len(self.agent.messages), chars=self.agent.chars, focus=focus)
+        screen = SummaryReviewScreen(draft, messages=len(self.agent.messages), chars=self.agent.chars, focus=focus,
+                                     review=self.agent.review_summary)
 
         async def reviewed(text: str | None) -> None:
             if text is None:

@@ -154,4 +154,7 @@ class CompactionNotice(Static):
             first = visible(step.files_written[0])
             more = f" +{len(step.files_written) - 1}" if len(step.files_written) > 1 else ""
             parts.append((f" · → {first}{more}", "dim"))
+        cost = step.cost_line()
+        if cost:  # what it saved against what it cost the prompt cache (online only)
+            parts.append((f"\n  {cost}", "$text-warning" if step.cache_invalidated_tokens else "dim"))
         return Content.assemble(*parts)

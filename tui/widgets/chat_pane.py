@@ -28,6 +28,7 @@ from tui.widgets.chat_blocks import CompactionNotice, ErrorLine, NoticeLine, Use
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_replay import replay_specs
 from tui.widgets.line import Line
+from tui.widgets.thinking_block import ThinkingBlock, thinking_blocks
 from tui.widgets.tool_block import ToolBlock
 
 if TYPE_CHECKING:
@@ -172,7 +173,10 @@ class ChatPane(Vertical):
         await self._stream.write(visible(fragment))
 
     async def end_assistant(self, content: list[dict[str, Any]] | None = None) -> None:
-        """The assistant message is complete: stop the stream (or show text that was never streamed)."""
+        """The assistant message is complete: stop the stream (or show text that was never streamed);
+        its thinking blocks go in collapsed, before the text they led to."""
+        if content is not None:
+            await self._add_thinking(thinking_blocks(content))
         if self._stream is not None:
             stream, self._stream = self._stream, None
             await stream.stop()
@@ -186,6 +190,17 @@ class ChatPane(Vertical):
                 await self._add(AssistantBlock(visible(text)))
         self._assistant = None
         self._streamed = False
+
+    async def _add_thinking(self, blocks: list[dict[str, Any]]) -> None:
+        if not blocks or not self.transcript.is_attached or self.app.return_code is not None:
+            return
+        widgets = [ThinkingBlock(block) for block in blocks]
+        streamed = self._assistant
+        if streamed is not None and streamed.parent is self.transcript:
+            await self.transcript.mount_all(widgets, before=streamed)
+        else:
+            await self.transcript.mount_all(widgets)
+        self._prune()
 
     async def add_tool(self, tool_use_id: str, name: str, tool_input: dict[str, Any]) -> ToolBlock:
         await self.end_assistant()

@@ -15,6 +15,7 @@ from core.history.messages import result_text
 from core.markers import parse_marker
 from core.text import plural, visible
 from tui.widgets.chat_blocks import NoticeLine, UserBlock
+from tui.widgets.thinking_block import ThinkingBlock
 from tui.widgets.tool_block import ToolBlock
 
 
@@ -26,6 +27,8 @@ class ReplaySpec:
         self.text = text
         self.tool = tool
         self.result: tuple[str, bool] | None = None
+        self.block: dict[str, Any] | None = None
+        """A thinking block (kind "thinking"), shown collapsed."""
 
     def widget(self) -> Widget:
         if self.kind == "user":
@@ -36,6 +39,8 @@ class ReplaySpec:
             return AssistantBlock(visible(self.text))
         if self.kind == "marker":
             return NoticeLine(self.text, icon="Σ")
+        if self.kind == "thinking":
+            return ThinkingBlock(self.block or {})
         assert self.tool is not None
         block = ToolBlock(*self.tool)
         output, is_error = self.result or ("[no result in the history]", True)
@@ -76,6 +81,10 @@ def replay_specs(messages: list[dict[str, Any]]) -> list[ReplaySpec]:
                 specs.append(ReplaySpec("user", str(block.get("text", ""))))
             elif kind == "text":
                 texts.append(str(block.get("text", "")))
+            elif kind in ("thinking", "redacted_thinking") and role == "assistant":
+                spec = ReplaySpec("thinking")
+                spec.block = block
+                specs.append(spec)
             elif kind == "tool_use":
                 if texts:
                     specs.append(ReplaySpec("assistant", "\n\n".join(texts)))

@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from core.events import CompactionStep
+from core.events import CompactionStep, cache_cost_line
 from core.text import visible
 from core.usage.timeline import ContextSample
 from tui.format import count, plural, short_count
@@ -88,6 +88,9 @@ class CompactionLog(OptionList):
         ]
         if saved > 0:
             parts.append((f" −{count(saved)}", "$text-success"))
+        cost = cache_cost_line(step.cache_invalidated_tokens, step.break_even_calls)
+        if cost:  # first after the saving: the line is cut at the log's width
+            parts.append((f" · {cost}", "$text-warning" if step.cache_invalidated_tokens else "dim"))
         parts.append((f" · {self.tokens_text(index)}", "dim"))
         parts.append((f" · {plural(step.messages_affected, 'msg')}", "dim"))
         if step.files_written:

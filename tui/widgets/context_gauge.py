@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -24,6 +25,7 @@ from core.events import CompactionStep, ContextMeasured
 from core.usage.prices import Window
 from core.usage.timeline import ContextSample, TokenCount
 from tui.format import count, display_line, plural, short_count
+from tui.widgets.cache_clock import cache_clock_line, timing_line
 
 PIPELINE = (
     ("tool_result_budget", "budget"),
@@ -67,6 +69,10 @@ class GaugeState:
     watched: bool = False
     """Another client's request (the proxy's latest): its tokens are what was sent, and ctxtui's own
     pipeline (the step chips, the last step) has nothing to say about it."""
+    timing: str | None = None
+    """The compaction timing in force ("eager", "cache-aware"), from the last sample or forecast."""
+    held: tuple[CompactionStep, ...] = ()
+    """Cache-aware timing: the steps that wait for the cache (a forecast's or a turn's CompactionHeld)."""
 
     @property
     def count_label(self) -> str:
@@ -292,6 +298,18 @@ class ContextGauge(Widget):
         self.paused = False  # steering: automatic compaction paused (a badge)
         self.preview_line = ""  # steering: what the next call would do
         self.preview_warning = False  # the next call would summarise (the lossy step)
+        self.clock: Callable[[], float] = time.time
+        """What "now" is for the cache's clock (the timer repaints it every second)."""
+
+    def on_mount(self) -> None:
+        if not self.compact:
+            self.set_interval(1.0, self._tick)
+
+    def _tick(self) -> None:
+        """The cache's clock runs down between events: repaint while a call has set it."""
+        sample = self.state.sample
+        if sample is not None and sample.cache_expires_at is not None:
+            self.refresh()
 
     # --- the figures (exact at once; painting is throttled) -----------------------------------------
 
@@ -372,6 +390,15 @@ class ContextGauge(Widget):
         """A model call ended: its cache figures and the session's cost so far."""
         self.state.sample = sample
         self.state.cost = session_cost
+        if sample.timing is not None:
+            self.state.timing = sample.timing
+            self.state.held = ()  # what waited went out with this call, or waits again (a new CompactionHeld)
+        self._changed()
+
+    def held(self, timing: str, steps: tuple[CompactionStep, ...]) -> None:
+        """The timing in force and the steps that wait for the cache (a forecast, a CompactionHeld)."""
+        self.state.timing = timing
+        self.state.held = steps
         self._changed()
 
     def turn_started(self) -> None:
@@ -482,12 +509,14 @@ class ContextGauge(Widget):
         if self.dense:
             tokens.append(f" · {plural(state.messages, 'msg')}", style=muted)
             lines += [tokens, window, Text(state.cache_line, style=muted)]
+            lines += self._cache_lines(muted)
             if not state.watched:
                 lines.append(Text(state.short_last_line))
         else:
             lines.append(tokens)
             lines.append(window)
             lines.append(Text(state.cache_line, style=muted))
+            lines += self._cache_lines(muted)
             if state.watched:
                 lines.append(Text(plural(state.messages, "message")))
             else:
@@ -497,6 +526,15 @@ class ContextGauge(Widget):
             style = styles["warning_text"] + Style(bold=True) if self.preview_warning else muted
             lines.append(Text(self.preview_line, style=style))
         return Text("\n").join(lines)
+
+    def _cache_lines(self, muted: Style) -> list[Text]:
+        """The cache's clock and hit rate, and the timing with what waits (none offline or before a call)."""
+        state = self.state
+        lines = [Text(line, style=muted) for line in (cache_clock_line(state.sample, self.clock()),) if line]
+        timing = timing_line(state.timing, state.held) if not state.offline and not state.watched else ""
+        if timing:
+            lines.append(Text(timing, style=self._styles()["warning_text"] if state.held else muted))
+        return lines
 
     def _pipeline(self) -> Text:
         full = self.get_component_rich_style("gauge--step-on", partial=False)

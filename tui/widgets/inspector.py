@@ -25,6 +25,7 @@ from textual.widgets import ContentSwitcher
 
 from core.archive import Archive
 from core.events import (
+    CompactionHeld,
     CompactionStep,
     ContextMeasured,
     ContextSampled,
@@ -34,6 +35,7 @@ from core.events import (
     Splice,
     StepName,
 )
+from core.facts.records import Fact, LedgerEntry
 from core.history.categories import Breakdown
 from core.markers import parse_marker
 from core.usage.prices import Window
@@ -43,12 +45,16 @@ from tui.screens.preview import LOSSY, preview_summary
 from tui.widgets.breakdown import BreakdownView
 from tui.widgets.compaction_log import CompactionLog
 from tui.widgets.context_gauge import ContextGauge
+from tui.widgets.dropped_view import DroppedView
+from tui.widgets.facts_view import FactsView
 from tui.widgets.message_tree import MessageTree
 from tui.widgets.timeline import TimelineView
 
 FORECAST_DEBOUNCE = 0.4
 """Seconds a change waits before the next call is forecast (a newer change cancels the wait)."""
 VIEWS = ("tree", "breakdown", "timeline")
+AGENT_VIEWS = ("dropped", "facts")
+"""The views of ctxtui's own agent (not of a watched client): what compaction took, which facts are hidden."""
 Message_ = dict[str, Any]
 
 
@@ -74,6 +80,8 @@ class InspectorStart:
     samples: Sequence[ContextSample] = ()
     request_extra: dict[str, int] = field(default_factory=dict)
     """Characters the request carries beside the history (system prompt, tool schemas)."""
+    ledger: Sequence[LedgerEntry] = ()
+    facts: Sequence[Fact] = ()
     watched: bool = False
     """The history is another client's request (the proxy's), not ctxtui's agent's: ctxtui's limit is
     only shown for comparison (no limit line on the timeline, no warning colours on the gauge)."""
@@ -103,7 +111,8 @@ class Inspector(Vertical):
         self.source = source
         self.extra_views = tuple(extra_views)
         """Views of a host's own beside the three (the proxy's diff): each by its id, after the timeline in f2's round."""
-        self.view_names = (*VIEWS, *(str(view.id) for view in self.extra_views))
+        own = AGENT_VIEWS if not start.watched else ()
+        self.view_names = (*VIEWS, *own, *(str(view.id) for view in self.extra_views))
         self.request_extra = dict(start.request_extra)
         self.tracker = Breakdown(start.messages)
         """The breakdown of the history, kept current from the splices (never re-walked)."""
@@ -120,6 +129,9 @@ class Inspector(Vertical):
             yield MessageTree(self.start.archive, self.start.messages, chars=self.start.chars, id="tree")
             yield BreakdownView(id="breakdown")
             yield TimelineView(limit=None if self.start.watched else self.start.limit, id="timeline")
+            if not self.start.watched:
+                yield DroppedView(self.start.ledger, id="dropped")
+                yield FactsView(self.start.facts, id="facts")
             yield from self.extra_views
         yield CompactionLog(id="steps")
 
@@ -133,6 +145,9 @@ class Inspector(Vertical):
         self.breakdown_view.border_title = "Breakdown · f2 → timeline"
         after_timeline = self.view_names[(self.view_names.index("timeline") + 1) % len(self.view_names)]
         self.timeline_view.border_title = f"Timeline · f2 → {after_timeline}"
+        for name in AGENT_VIEWS if not start.watched else ():
+            after = self.view_names[(self.view_names.index(name) + 1) % len(self.view_names)]
+            self.query_one(f"#{name}").border_subtitle = f"f2 → {after}"
         self.timeline_view.set_samples(start.samples)
         if start.samples:
             gauge.sampled(start.samples[-1], session_cost(start.samples))
@@ -165,6 +180,14 @@ class Inspector(Vertical):
         return self.query_one("#timeline", TimelineView)
 
     @property
+    def dropped_view(self) -> DroppedView:
+        return self.query_one("#dropped", DroppedView)
+
+    @property
+    def facts_view(self) -> FactsView:
+        return self.query_one("#facts", FactsView)
+
+    @property
     def steps(self) -> CompactionLog:
         return self.query_one("#steps", CompactionLog)
 
@@ -174,6 +197,9 @@ class Inspector(Vertical):
         self.tracker.apply(event.changes)
         self.message_tree.push(event.changes, event.chars)
         self.gauge.history_changed(event.chars, event.length)
+        if not self.start.watched:
+            self.dropped_view.apply(event.ledger)
+            self.facts_view.apply(event.facts)
         if self.views.current == "breakdown":
             self._paint_breakdown()
         if not self._turn:
@@ -185,6 +211,10 @@ class Inspector(Vertical):
 
     def measured(self, event: ContextMeasured) -> None:
         self.gauge.measured(event)
+
+    def held(self, event: CompactionHeld) -> None:
+        """Cache-aware timing: these steps wait for the cache (until it is cold or the ceiling is reached)."""
+        self.gauge.held("cache-aware", event.steps)
 
     def sampled(self, event: ContextSampled) -> None:
         self.timeline_view.add_sample(event.sample)
@@ -223,6 +253,9 @@ class Inspector(Vertical):
         self.timeline_view.set_samples([])
         self.next_count = None
         self.gauge.flush()
+        if not self.start.watched:  # the session's HistoryChanged brings its ledger and facts
+            self.dropped_view.reset()
+            self.facts_view.reset()
 
     def set_paused(self, paused: bool) -> None:
         self.gauge.steering(paused=paused)
@@ -253,9 +286,15 @@ class Inspector(Vertical):
     def _show_preview(self, preview: NextCallPreview) -> None:
         self.preview = preview
         steps = preview.steps
-        self.gauge.steering(paused=preview.paused, preview=preview_summary(steps) if steps else "",
+        line = preview_summary(steps) if steps else ""
+        if preview.at_risk:  # before a summary: what only the summary could keep
+            constraints = [fact for fact in preview.at_risk if fact.kind == "constraint"]
+            line += f" · ⚠ {len(preview.at_risk)} facts ({len(constraints)} constraints) only the summary could keep"
+        self.gauge.steering(paused=preview.paused, preview=line,
                             warning=any(step.step == LOSSY for step in steps))
         self.message_tree.set_marks(preview.pinned, preview.shortened)
+        if not self.start.offline:
+            self.gauge.held(preview.timing, preview.held)
         if self._warn_recompaction:
             self._warn_recompaction = False
             if preview.fired and not preview.paused:
@@ -267,11 +306,14 @@ class Inspector(Vertical):
 
     # --- the views ----------------------------------------------------------------------------------
 
-    def show_view(self, name: str) -> None:
-        """Switch to `name` (tree, breakdown, timeline)."""
+    def show_view(self, name: str, *, focus: bool = False) -> None:
+        """Switch to `name` (one of `view_names`); `focus` moves the focus to it (not for the tree)."""
         self.views.current = name
         if name == "breakdown":
             self._paint_breakdown()
+        if focus and name != "tree":  # after the switch is painted: a hidden widget takes no focus
+            target = self.breakdown_view.query_one("#breakdown-table") if name == "breakdown" else self.query_one(f"#{name}")
+            self.call_after_refresh(target.focus)
 
     @property
     def next_view(self) -> str:
@@ -313,6 +355,19 @@ class Inspector(Vertical):
     def _breakdown_selected(self, event: BreakdownView.Selected) -> None:
         if event.message is not None:
             self.select_message(event.message, event.block)
+
+    @on(DroppedView.Open)
+    async def _open_dropped(self, event: DroppedView.Open) -> None:
+        await self.opener.open_step_file(event.entry.step, event.entry.path or "")
+
+    @on(DroppedView.Restore)
+    def _restore_dropped(self, event: DroppedView.Restore) -> None:
+        if event.entry.path is not None:
+            self._request_restore(event.entry.path)
+
+    @on(FactsView.Open)
+    async def _open_fact(self, event: FactsView.Open) -> None:
+        await self.opener.open_step_file("", event.fact.path or "")
 
     def summary_of(self, transcript: str) -> str | None:
         """The summary now in context that replaced `transcript`, from the tree's own copy of the history."""

@@ -53,6 +53,7 @@ _REMOVED = Style(color="grey35")
 _LIMIT = Style(color="red3")
 _STEP = Style(color="spring_green2", bold=True)
 _CACHE = Style(color="gold1")
+_WRITE = Style(color="dark_orange")
 _MISS = Style(color="orange_red1", bold=True)
 _SELECTED = Style(bgcolor="grey23")
 _DIM = Style(dim=True)
@@ -243,19 +244,22 @@ class TimelineView(Widget, can_focus=True):
         return text
 
     def _cell(self, sample: ContextSample, floor: float, per_row: float) -> tuple[str, Style]:
-        """The character of one bar cell: solid for what was sent, light for what steps removed."""
+        """The character of one bar cell: solid for what was sent (coloured, bottom up, by the share of
+        the prompt read from the cache, written to it and uncached; red above the limit), light for
+        what steps removed."""
         sent = sample.chars_after
         before = max(sample.chars_before, sent)
-        over = self.limit is not None and sent > self.limit
         if sent > floor:
             amount = min((sent - floor) / per_row, 1.0)
-            return _LEVELS[max(int(amount * 8), 1)], _SENT_OVER if over else _SENT
+            over = self.limit is not None and floor >= self.limit
+            return _LEVELS[max(int(amount * 8), 1)], _SENT_OVER if over else _cache_style(sample, floor / sent)
         if before > floor:
             return "░", _REMOVED
         return " ", Style()
 
     def detail_lines(self) -> list[Text]:
-        """The selected call: what was sent, tokens, cache, cost, and the steps before it."""
+        """The selected call: what was sent, tokens, cache, cost, its miss and where its request left the
+        previous one, and the steps before it; then the colours' legend and every call's miss."""
         sample = self.current
         if sample is None:
             return []
@@ -286,6 +290,10 @@ class TimelineView(Widget, can_focus=True):
         miss = cache_miss(sample)
         if miss is not None:
             lines.append(Text(f"cache miss: {visible(one_line(miss.describe(), 200))}", _MISS))
+        change = getattr(sample, "prefix_change", None)
+        if change is not None:
+            lines.append(Text(f"changed at {visible(one_line(change.path, 60))}: was {visible(one_line(change.before, 80))!r}"
+                              f", now {visible(one_line(change.after, 80))!r}", _DIM))
         if sample.steps:
             steps = Text("before it: ", _DIM)
             for number, (step, saved) in enumerate(zip(sample.steps, sample.saved, strict=False)):
@@ -300,7 +308,46 @@ class TimelineView(Widget, can_focus=True):
             lines.append(Text("no compaction before it", _DIM))
         if sample.error:
             lines.append(Text(f"failed: {visible(one_line(sample.error, 200))}", Style(color="red1")))
+        return lines + self._legend()
+
+
+    def _legend(self) -> list[Text]:
+        """'■ cache read ■ cache write ■ uncached' once a call has usage, and every miss by call and cause."""
+        lines: list[Text] = []
+        if any(sample.prompt_tokens for sample in self.samples):
+            legend = Text()
+            for label, style in (("cache read", _CACHE), ("cache write", _WRITE), ("uncached", _SENT)):
+                legend.append("■ ", style)
+                legend.append(f"{label}  ", _DIM)
+            lines.append(legend)
+        misses = [(sample.call, miss) for sample in self.samples if (miss := cache_miss(sample)) is not None]
+        if misses:
+            line = Text(f"{plural(len(misses), 'miss', 'misses')}: ", _MISS)
+            for number, (call, miss) in enumerate(misses[-6:]):
+                if number:
+                    line.append(" · ", _DIM)
+                line.append(f"✗ call {call} ", _MISS)
+                line.append(visible(one_line(miss_cause(miss), 60)), _DIM)
+            if len(misses) > 6:
+                line.append(f" (and {len(misses) - 6} earlier)", _DIM)
+            lines.append(line)
         return lines
+
+
+def _cache_style(sample: ContextSample, height: float) -> Style:
+    """The colour of a bar cell `height` (0-1) up the bar: read, then written, then uncached tokens."""
+    prompt = sample.prompt_tokens
+    if not prompt:
+        return _SENT
+    read = (sample.cache_read_tokens or 0) / prompt
+    written = read + (sample.cache_creation_tokens or 0) / prompt
+    return _CACHE if height < read else _WRITE if height < written else _SENT
+
+
+def miss_cause(miss: _Miss) -> str:
+    """'messages changed by micro_compact', 'ttl expired': the cause and what of ours did it."""
+    by = getattr(miss, "by", None)
+    return miss.cause.replace("_", " ") + (f" by {by}" if by else "")
 
 
 class _Miss(Protocol):
@@ -316,4 +363,4 @@ def cache_miss(sample: ContextSample) -> _Miss | None:
     return miss if miss is not None and getattr(miss, "cause", None) != "first_call" else None
 
 
-__all__ = ["STEP_MARKS", "TimelineView", "cache_miss"]
+__all__ = ["STEP_MARKS", "TimelineView", "cache_miss", "miss_cause"]
