@@ -41,6 +41,7 @@ from core.usage.prices import Usage, price_for, window_for
 
 Message = dict[str, Any]
 ENGINES = ("client", "client cache-aware", "server-clear", "server-compact")
+REPLAY_STAMP = "20000101-000000-1000"  # a replay's transcripts are named alike every time (Archive.stamp)
 CLEARED = "[tool result cleared by context management]"  # the API's placeholder is its own; this stands in
 
 
@@ -86,7 +87,9 @@ class Replay:
         self.run.bill = self.cache.bill
         self.history: list[Message] = []
         self.offline = OfflineModel()
-        self.compactor = Compactor(Archive(scratch), summarize=self._summarize, settings=settings.compaction)
+        archive = Archive(scratch)
+        archive.stamp = lambda: REPLAY_STAMP
+        self.compactor = Compactor(archive, summarize=self._summarize, settings=settings.compaction)
         self.window = window_for(model).tokens
 
     async def _summarize(self, text: str, focus: str | None) -> str:
@@ -149,7 +152,8 @@ async def _client(replay: Replay, cache_aware: bool) -> list[Message]:
         if call.reply is not None:
             replay.history.append(call.reply)
     steps = await replay.compactor.dry_run(replay.history, current_request(replay.history))
-    replay.run.next_steps = list(dict.fromkeys(step.step for step in steps if step.saved > 0))
+    replay.run.next_steps = list(dict.fromkeys(step.step for step in steps
+                                               if step.saved > 0 or step.step == "compact_history"))
     return replay.history
 
 
@@ -263,7 +267,8 @@ def compare_text(data: dict[str, Any]) -> str:
                      f"{_k(row['input_tokens']):>7} {_k(row['cache_read_tokens']):>8} "
                      f"{_k(row['cache_write_tokens']):>8} {cost:>7} {row['summaries']:>3} "
                      f"{row['facts_not_visible']:>4}")
-    lines.append("peak/mean: context per call; read/write: prompt cache; sum: summaries; lost: facts not visible")
+    lines.append("peak/mean: tokens the model read per call; input: uncached; read/write: prompt cache")
+    lines.append("sum: summaries made; lost: facts (constraints, paths, errors) no longer visible at the end")
     return "\n".join(lines)
 
 
