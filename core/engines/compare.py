@@ -268,7 +268,7 @@ def compare_text(data: dict[str, Any]) -> str:
                      f"{_k(row['cache_write_tokens']):>8} {cost:>7} {row['summaries']:>3} "
                      f"{row['facts_not_visible']:>4}")
     lines.append("peak/mean: tokens the model read per call; input: uncached; read/write: prompt cache")
-    lines.append("sum: summaries made; lost: facts (constraints, paths, errors) not visible at the end")
+    lines.append("sum: summaries; lost: facts (constraints, paths, errors) not visible at the end")
     return "\n".join(lines)
 
 
