@@ -257,17 +257,17 @@ async def compare(recorded: Recorded, settings: Settings) -> dict[str, Any]:
 
 def compare_text(data: dict[str, Any]) -> str:
     """The comparison as a table of at most 80 columns: one row per engine."""
-    header = f"{'engine':<18} {'calls':>5} {'peak':>7} {'mean':>7} {'input':>7} {'read':>8} {'write':>8} " \
-             f"{'cost':>7} {'sum':>3} {'lost':>4}"
+    header = f"{'engine':<18} {'calls':>5} {'peak':>7} {'mean':>7} {'input':>6} {'read':>7} {'write':>7} " \
+             f"{'cost':>6} {'sum':>3} {'lost':>4}"
     lines = [f"{data['kind']} {data['file']}"[-80:], f"model {data['model']}, priced as {data['priced_as']}; tokens, k = 1,000; USD"[:80],
              header, "-" * len(header)]
     for row in data["engines"]:
         cost = f"{row['cost']:.2f}" if row["cost"] is not None else "-"
         lines.append(f"{row['engine']:<18} {row['calls']:>5} {_k(row['peak_tokens']):>7} {_k(row['mean_tokens']):>7} "
-                     f"{_k(row['input_tokens']):>7} {_k(row['cache_read_tokens']):>8} "
-                     f"{_k(row['cache_write_tokens']):>8} {cost:>7} {row['summaries']:>3} "
+                     f"{_k(row['input_tokens']):>6} {_k(row['cache_read_tokens']):>7} "
+                     f"{_k(row['cache_write_tokens']):>7} {cost:>6} {row['summaries']:>3} "
                      f"{row['facts_not_visible']:>4}")
-    lines.append("peak/mean: tokens the model read per call; input: uncached; read/write: prompt cache")
+    lines.append("peak/mean: tokens read per call; input: uncached; read/write: the prompt cache")
     lines.append("sum: summaries; lost: facts (constraints, paths, errors) not visible at the end")
     return "\n".join(lines)
 
