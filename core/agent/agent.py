@@ -283,7 +283,8 @@ class Agent:
                     return
                 continue
             response = turn.response
-            server = self.engine.read(response)  # the API's own steps; marks this call's sample
+            for step in self.engine.read(response):  # the API's own steps (before the call's sample, which names them)
+                yield step
             for event in self.economics.finish(response):
                 yield event
             if response is None:
@@ -291,8 +292,6 @@ class Agent:
                 return
             async for event in self._record_reply(turn, response):
                 yield event
-            for step in server:
-                yield step
             if not turn.batch:
                 yield await self.measure()
                 return

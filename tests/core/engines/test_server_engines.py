@@ -5,6 +5,7 @@ a failed block kept, and nothing of ours allowed to change a signed block."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -180,3 +181,20 @@ async def test_offline_a_server_engine_says_the_client_pipeline_runs(tmp_path: P
     finally:
         await agent.aclose()
     assert any(isinstance(event, Notice) and "server-clear needs the API" in event.message for event in events)
+
+
+def test_headless_stream_json_carries_the_server_steps(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    from tests.support.cli import api_env, ctxtui
+
+    names = files(tmp_path, 5, 8_000)
+    fake_api.script(*reads(names), text_reply("done"))
+    done = ctxtui("-p", "read them", "--output-format", "stream-json", "--workdir", str(tmp_path), "--model",
+                  "claude-test", "--set", "engine=server-clear", "--set", "clear_trigger_tokens=4000",
+                  "--set", "clear_keep_tool_uses=1", env={**api_env(fake_api), "XDG_CONFIG_HOME": str(tmp_path)},
+                  timeout=60)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    server = [record for record in records if record.get("type") == "compaction"
+              and record["step"] == "server:clear_tool_uses_20250919"]
+    assert server and server[-1]["cleared"] == [f"toolu_{number:03d}" for number in range(4)]
+    assert server[-1]["saved_tokens"] > 0 and server[-1]["detail"].startswith("the API cleared 4 tool results")
