@@ -29,7 +29,7 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -47,6 +47,10 @@ MANIFEST_NAME = ".manifest"  # no .jsonl or .txt suffix: globs for archive files
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_ID_CHARS = 80
+
+def _stamp() -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{os.getpid()}"
+
 
 class ArchiveError(Exception):
     """Writing to or reading from the archive failed; the message is one line."""
@@ -87,6 +91,8 @@ class Archive:
         self.transcripts_dir = self.workdir / TRANSCRIPTS_DIR
         self.tool_results_dir = self.workdir / TOOL_RESULTS_DIR
         self._counter = itertools.count(1)
+        self.stamp: Callable[[], str] = _stamp
+        """The time-and-process part of a transcript's name (a replay makes it fixed, for figures that repeat)."""
         self._ready_dirs: set[Path] = set()
         self._manifest = _Manifest()
 
@@ -183,9 +189,9 @@ class Archive:
         try:
             digest, sizes = _write_jsonl(temp, messages)
             length = os.stat(temp).st_size
-            stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+            stamp = self.stamp()
             for _ in range(100):
-                name = f"transcript_{stamp}-{os.getpid()}-{next(self._counter):04d}-{digest[:8]}.jsonl"
+                name = f"transcript_{stamp}-{next(self._counter):04d}-{digest[:8]}.jsonl"
                 target = self.transcripts_dir / name
                 if _place_sync(temp, target, digest):
                     self._manifest.record([(target, digest, None, length)])

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from core.compaction import CompactionSettings
-from core.config_ranges import RangeError, check_ranges, range_of
+from core.config_ranges import RangeError, check_engine, check_ranges, range_of
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # the newest Sonnet the installed SDK lists
 DEFAULT_THEME = "textual-dark"
@@ -73,6 +73,15 @@ class Settings:
     compaction_timing: Literal["eager", "cache-aware"] = "eager"
     cache_ceiling_tokens: int = 0  # cache-aware: waiting steps run at this request size (0: 80% of the window)
     thinking: Literal["off", "adaptive"] = "adaptive"
+    engine: Literal["client", "server-clear", "server-compact"] = "client"  # who manages the context (core/engines/)
+    clear_trigger_tokens: int = 100_000  # server-clear: clear once the request reaches this many input tokens
+    clear_keep_tool_uses: int = 3  # server-clear: the newest tool uses kept
+    clear_at_least_tokens: int = 0  # server-clear: clear only when at least this many tokens go (0: not sent)
+    clear_exclude_tools: str = ""  # server-clear: tool names (comma-separated) whose uses are never cleared
+    clear_tool_inputs: bool = False  # server-clear: clear the tool_use inputs too
+    clear_thinking_keep: int = 1  # server-clear with thinking: assistant turns whose thinking is kept (0: all)
+    compact_trigger_tokens: int = 150_000  # server-compact: compact once the request reaches this many input tokens
+    compact_instructions: str = ""  # server-compact: instructions for the server's summary (empty: its own)
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
 
     @property
@@ -107,6 +116,16 @@ TOP_LEVEL_HELP: dict[str, str] = {
     "cache_ceiling_tokens": "cache-aware: the request size in tokens at which waiting steps run anyway "
                             "(0: 80% of the model's window)",
     "thinking": "\"adaptive\" (where the Models API says the model supports it) or \"off\"",
+    "engine": "who manages the context: \"client\" (this pipeline), \"server-clear\" (the API clears old tool "
+              "results) or \"server-compact\" (the API compacts)",
+    "clear_trigger_tokens": "server-clear: the request's input tokens at which the API clears old tool results",
+    "clear_keep_tool_uses": "server-clear: how many of the newest tool uses the API keeps",
+    "clear_at_least_tokens": "server-clear: the API clears only when at least this many tokens go (0: not sent)",
+    "clear_exclude_tools": "server-clear: tool names, comma-separated, whose uses the API never clears",
+    "clear_tool_inputs": "server-clear: the API clears the tool calls' inputs too",
+    "clear_thinking_keep": "server-clear with thinking on: assistant turns whose thinking the API keeps (0: all)",
+    "compact_trigger_tokens": "server-compact: the request's input tokens at which the API compacts (at least 50,000)",
+    "compact_instructions": "server-compact: instructions for the API's summary (empty: the API's own prompt)",
 }
 TOP_LEVEL_FIELDS: tuple[str, ...] = tuple(TOP_LEVEL_HELP)
 COMPACTION_FIELDS: tuple[str, ...] = tuple(item.name for item in fields(CompactionSettings))
@@ -373,6 +392,7 @@ def resolve_config(
         sources[("bash_timeout",)] = "default, lowered to max_bash_timeout"
     try:
         check_ranges(top, compaction, sources)
+        check_engine(top, sources)
     except RangeError as error:
         raise ConfigError(str(error)) from None
     return ResolvedConfig(path, top, check_compaction(compaction, sources), sources)

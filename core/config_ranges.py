@@ -9,11 +9,14 @@ here; `check_ranges` refuses the first value outside its range (or `bash_timeout
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 GIGA = 1_000_000_000
+COMPACT_TRIGGER_MIN = 50_000  # the API refuses a compact_20260112 trigger below this
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,128}")  # what the API accepts as a tool name
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,11 @@ TOP_LEVEL_RANGES: dict[str, Range] = {
     "read_line_limit": Range(1, 100_000_000, "lines"),
     "undo_depth": Range(0, 1_000, "compactions"),
     "cache_ceiling_tokens": Range(0, 100_000_000, "tokens"),
+    "clear_trigger_tokens": Range(1, 100_000_000, "tokens"),
+    "clear_keep_tool_uses": Range(0, 1_000_000, "tool uses"),
+    "clear_at_least_tokens": Range(0, 100_000_000, "tokens"),
+    "clear_thinking_keep": Range(0, 1_000_000, "assistant turns"),
+    "compact_trigger_tokens": Range(COMPACT_TRIGGER_MIN, 100_000_000, "tokens"),
 }
 
 COMPACTION_RANGES: dict[str, Range] = {
@@ -104,3 +112,22 @@ def check_ranges(top: Mapping[str, Any], compaction: Mapping[str, Any],
         raise RangeError(f"bash_timeout = {timeout!r} ({sources.get(('bash_timeout',), 'default')}) is above "
                          f"max_bash_timeout = {most!r} ({sources.get(('max_bash_timeout',), 'default')}): "
                          "a command may not run longer than the most any command may ask for")
+
+
+def exclude_tools(value: str) -> list[str]:
+    """The `clear_exclude_tools` setting as the edit's `exclude_tools` list (blank items dropped)."""
+    return [name.strip() for name in value.split(",") if name.strip()]
+
+
+def check_engine(top: Mapping[str, Any], sources: Mapping[tuple[str, ...], str]) -> None:
+    """Refuse (RangeError) engine parameters the API would refuse: an excluded tool name that is not
+    a tool name, and a compaction instruction that is only whitespace (the API counts it as absent)."""
+    raw = top.get("clear_exclude_tools", "")
+    for name in exclude_tools(raw if isinstance(raw, str) else ""):
+        if not TOOL_NAME.fullmatch(name):
+            raise RangeError(f"clear_exclude_tools = {raw!r} ({sources.get(('clear_exclude_tools',), 'default')}): "
+                             f"{name!r} is not a tool name (1 to 128 of a-z A-Z 0-9 _ -)")
+    instructions = top.get("compact_instructions", "")
+    if isinstance(instructions, str) and instructions and not instructions.strip():
+        raise RangeError(f"compact_instructions ({sources.get(('compact_instructions',), 'default')}) is only "
+                         "whitespace: leave it empty for the API's own summary prompt")

@@ -16,7 +16,7 @@ from core.facts.records import Fact, LedgerEntry
 from core.usage.miss import CacheMiss as CacheMiss  # re-exported: a contract name of core.events
 from core.usage.timeline import ContextSample, TokenCount
 
-StepName = Literal[
+PipelineStep = Literal[
     "tool_result_budget",
     "snip_compact",
     "micro_compact",
@@ -26,7 +26,17 @@ StepName = Literal[
 ]
 """The compaction steps, in pipeline order (reactive_compact is the fallback after an API refusal)."""
 
-STEP_ORDER: tuple[StepName, ...] = get_args(StepName)
+ServerStep = Literal[
+    "server:clear_tool_uses_20250919",
+    "server:clear_thinking_20251015",
+    "server:compact_20260112",
+]
+"""What the API did on its side to a request (a server engine: core/engines/), "server:" + the edit type."""
+
+StepName = PipelineStep | ServerStep
+
+STEP_ORDER: tuple[PipelineStep, ...] = get_args(PipelineStep)
+SERVER_STEPS: tuple[ServerStep, ...] = get_args(ServerStep)
 
 MarkerKind = Literal["persisted", "placeholder", "snip", "compacted", "reactive"]
 """The markers compaction leaves in the history (see core/markers.py for their exact text)."""
@@ -109,7 +119,9 @@ class ToolCallFinished:
 
 @dataclass(frozen=True)
 class CompactionStep:
-    """One compaction step changed the history (`step` is one of STEP_ORDER).
+    """One compaction step changed the history (`step` is one of STEP_ORDER), or the API changed what
+    it showed the model (one of SERVER_STEPS: the history itself is unchanged; `cleared` names the
+    tool results it cleared, by tool_use id).
 
     `changed_at` is the (message, block) of the first block the step changed (None: it changed
     nothing). What the step cost the prompt cache (DESIGN.md, "Cache, thinking and cost truth"):
@@ -131,6 +143,7 @@ class CompactionStep:
     saved_tokens: int | None = None
     ledger: tuple[LedgerEntry, ...] = ()
     """What the step took out of the context, one entry per tool result or run of messages."""
+    cleared: tuple[str, ...] = ()
 
     @property
     def saved(self) -> int:
@@ -139,6 +152,8 @@ class CompactionStep:
     def describe(self) -> str:
         """One line, as printed on stderr by `ctxtui -p` (its cache cost is `cost_line`, which `-v` adds)."""
         files = ", ".join(self.files_written) if self.files_written else "-"
+        if self.step in SERVER_STEPS:
+            return f"[{self.step}] {self.detail}"
         return (
             f"[{self.step}] {self.chars_before:,} -> {self.chars_after:,} chars, "
             f"{self.messages_affected} message(s) affected, files: {files}"

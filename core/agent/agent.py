@@ -22,6 +22,7 @@ from typing import Any
 from core.agent.build import SYSTEM_PROMPT, build_stack
 from core.agent.conversation import Conversation
 from core.agent.economics import Economics
+from core.agent.engine import EngineRunner
 from core.agent.keeper import ContextKeeper, SummaryStep
 from core.agent.meter import ContextMeter
 from core.agent.tool_run import ToolRun
@@ -30,6 +31,7 @@ from core.archive import Archive
 from core.compaction.pipeline import Compactor
 from core.compaction.steering import Compaction, SteeringError
 from core.config import Settings
+from core.engines.edits import ServerEngine
 from core.events import (
     AgentEvent,
     AssistantMessage,
@@ -112,6 +114,7 @@ class Agent:
         self.meter = ContextMeter(self.conversation, self.keeper, self.economics, model, self.tokens,
                                   self.system_prompt, toolbox.schemas)
         """The context's figures and the next call's forecast (core/agent/meter.py)."""
+        self.engine = EngineRunner(ServerEngine.from_settings(self.settings), model.offline, self.keeper, self.economics)
         self.max_steps = max_steps
         self.allow_all = self.settings.yes if allow_all is None else allow_all
         """Run tools that need consent without asking (`--yes`)."""
@@ -223,6 +226,8 @@ class Agent:
                         yield notice
             if turn.error is not None:
                 yield self.conversation.log(ErrorEvent(turn.error, turn.error_kind))
+            if notice := await self.conversation.saved():  # the turn is on disk (or says why not) before it ends
+                yield notice
             turn.finished = True
             usage = dict(turn.response.usage) if turn.response is not None and turn.error is None else {}
             yield TurnFinished(turn.final_text, error=turn.error, usage=usage)
@@ -238,9 +243,10 @@ class Agent:
         async for event in self._add_request(turn.request):
             yield event
         yield TurnStarted(turn.request)
-        if self._announce is not None:
-            yield self._announce
-            self._announce = None
+        for notice in (self._announce, self.engine.notice):
+            if notice is not None:
+                yield notice
+        self._announce = self.engine.notice = None
         reactive_retries = 0
         for _ in range(self.max_steps):
             async for event in self._prepare(turn.request):
@@ -277,6 +283,8 @@ class Agent:
                     return
                 continue
             response = turn.response
+            for step in self.engine.read(response):  # the API's own steps (before the call's sample, which names them)
+                yield step
             for event in self.economics.finish(response):
                 yield event
             if response is None:
@@ -294,11 +302,12 @@ class Agent:
     async def _prepare(self, request: str) -> AsyncIterator[AgentEvent]:
         """The pipeline before a call; with the cache-aware timing, the steps that would rewrite a warm
         cached prefix wait (a CompactionHeld says which, and what they would cost now)."""
-        held = await self.economics.plan(self.keeper, request, self.system_prompt, self.toolbox.schemas)
+        held = None if self.engine.hold else await self.economics.plan(
+            self.keeper, request, self.system_prompt, self.toolbox.schemas)
         self.economics.hold(held)
         if held is not None:
             yield held
-        async for event in self._compacting(self.keeper.prepare(request, hold=held is not None)):
+        async for event in self._compacting(self.keeper.prepare(request, hold=held is not None or self.engine.hold)):
             yield event
 
     async def _compacting(
@@ -418,21 +427,12 @@ class Agent:
             yield await self.measure()
 
     def _finish(self, turn: Turn) -> HistoryChanged | None:
-        """The one place a turn ends (completed, failed, cancelled or closed): repair and record it.
-        Runs once; returns the repair (the interrupted tool calls answered), if one was needed."""
+        """The one place a turn ends (completed, failed, cancelled or closed): repair and record it
+        (`Turn.end`). Runs once; returns the repair (the interrupted tool calls answered), if needed."""
         if turn.ended:
             return None
-        turn.ended = True
-        if turn.waiting is not None and not turn.waiting.done():
-            turn.waiting.set_result("deny")
-        self.economics.abandon("cancelled")
-        repaired = None
-        if turn.batch:
-            repaired = self.conversation.append({"role": "user", "content": turn.all_answered()}, "interrupted")
         self.running = False
-        if not turn.finished:
-            self.conversation.record_cancel()
-        return repaired
+        return turn.end(self.conversation, self.economics)
 
     # --- measuring (core/agent/meter.py) -------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from core.archive import Archive
 from core.compaction.pipeline import Compactor
 from core.compaction.summary import Summarize
 from core.config import Settings
+from core.engines.edits import ServerEngine
 from core.model.base import Model, SummaryEvent
 from core.sessions.listing import resume_replay
 from core.sessions.log import Replay, SessionLog
@@ -102,4 +103,5 @@ def make_model(settings: Settings) -> Model:
         retry_after_cap=settings.retry_after_cap,
         cache_ttl=settings.cache_ttl,
         thinking=settings.thinking,
+        engine=ServerEngine.from_settings(settings),
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core.compaction.steering import Compaction
+from core.engines.blocks import check_kept, compaction_blocks
 from core.events import (
     AgentEvent,
     CompactionStep,
@@ -78,6 +79,15 @@ class Conversation:
             changes = splice_between(self.history, messages)
         return self._apply(changes, reason, parts, ledger) if changes else None
 
+    def guard(self, changes: tuple[Splice, ...], reason: str) -> None:
+        """Refuse (SignedBlockError, one line) a change that would edit or drop a compaction block the
+        server signed; nothing is changed then."""
+        if any(True for _ in compaction_blocks(self.history)):
+            after = list(self.history)
+            for change in changes:
+                after[change.start:change.start + change.removed] = list(change.added)
+            check_kept(self.history, after, reason)
+
     def compacted(
         self, changes: tuple[Splice, ...], reason: str, steps: Sequence[str], files: Sequence[str], *, undoable: bool,
         parts: Sequence[Part] = (), ledger: LedgerChanged | None = None,
@@ -88,12 +98,14 @@ class Conversation:
         `ledger` is the change of the agent's ledger, recorded with it."""
         if not changes:
             return None
+        self.guard(changes, reason)
         if undoable and steps and self.session is not None:
             self.session.compaction(reason, steps, files)
         return self._apply(changes, reason, parts, ledger)
 
     def _apply(self, changes: tuple[Splice, ...], reason: str, parts: Sequence[Part] = (),
                ledger: LedgerChanged | None = None) -> HistoryChanged:
+        self.guard(changes, reason)
         self.history.apply(changes)
         if self.session is not None:
             self.session.change(changes, self.history, reason)
@@ -114,6 +126,13 @@ class Conversation:
         if self.session is not None and isinstance(event, CompactionStep | Notice | ErrorEvent | ContextSampled):
             self.session.event(event)
         return event
+
+    async def saved(self) -> Notice | None:
+        """Wait until the session log has written what it was given (a turn ends saved), then say if it
+        could not (`session_notice`)."""
+        if self.session is not None:
+            await self.session.flush()
+        return self.session_notice()
 
     def session_notice(self) -> Notice | None:
         """A notice the first time the session log fails to write (and again if the failure changes)."""

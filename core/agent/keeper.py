@@ -34,6 +34,7 @@ from core.compaction.steering import (
     restore_result,
     undo,
 )
+from core.engines.blocks import SignedBlockError
 from core.events import (
     AgentEvent,
     CompactionHeld,
@@ -143,7 +144,12 @@ class ContextKeeper:
                 outcome = event
         assert outcome is not None
         # what the steps before a failed one did is applied, and can be undone like any compaction
-        if changed := self._compacted(steps, outcome, reason if outcome.error is None else f"{reason} (partial)", call):
+        try:
+            changed = self._compacted(steps, outcome, reason if outcome.error is None else f"{reason} (partial)", call)
+        except SignedBlockError as error:
+            yield ErrorEvent(str(error), "compaction")
+            return
+        if changed:
             yield changed
             if notice := self._lost_notice(changed):
                 yield notice

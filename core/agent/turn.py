@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.agent.tool_run import ToolRun
 from core.history.messages import INTERRUPTED, interrupted_result
 from core.model.base import ModelResponse
+
+if TYPE_CHECKING:
+    from core.agent.conversation import Conversation
+    from core.agent.economics import Economics
+    from core.events import HistoryChanged
 
 Message = dict[str, Any]
 
@@ -54,6 +59,21 @@ class Turn:
 
     def fail(self, message: str, kind: str) -> None:
         self.error, self.error_kind = message, kind
+
+    def end(self, conversation: Conversation, economics: Economics) -> HistoryChanged | None:
+        """End the turn: a waiting consent is denied, an open call abandoned, the calls of the batch
+        not answered yet get an interrupted result, and a turn that did not finish is recorded as
+        cancelled. Returns the repair, if one was needed."""
+        self.ended = True
+        if self.waiting is not None and not self.waiting.done():
+            self.waiting.set_result("deny")
+        economics.abandon("cancelled")
+        repaired = None
+        if self.batch:
+            repaired = conversation.append({"role": "user", "content": self.all_answered()}, "interrupted")
+        if not self.finished:
+            conversation.record_cancel()
+        return repaired
 
 
 def not_run(batch: list[Message]) -> list[Message]:

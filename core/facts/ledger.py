@@ -56,7 +56,7 @@ class Ledger:
     def undoing(self) -> LedgerChanged:
         """The change an undo of the newest compaction makes: the entries of its group are back."""
         for entry in reversed(self.entries):
-            if entry.returned is None and entry.step != DROP:
+            if entry.returned is None and entry.step != DROP and not entry.step.startswith("server:"):
                 group = entry.group
                 back = tuple(index for index, other in enumerate(self.entries)
                              if other.group == group and other.returned is None)

@@ -14,6 +14,8 @@ import sys
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from core.engines.blocks import kept_block
+from core.engines.edits import ServerEngine, thinking_on
 from core.history.intake import reply_content, valid_text
 from core.model.base import (
     SUMMARY_SYSTEM_PROMPT,
@@ -57,6 +59,13 @@ def usage_figures(usage: Any) -> dict[str, int]:
     return figures
 
 
+def _plain(value: Any) -> Any:
+    """An SDK model (or a list of them) as plain JSON data; None stays None."""
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+
+
 def _supported(capabilities: Any, *path: str) -> bool | None:
     """`capabilities.<path>.supported` of a Models API object (None: not said)."""
     node = capabilities
@@ -71,6 +80,8 @@ def _supported(capabilities: Any, *path: str) -> bool | None:
 def plain_block(block: Any) -> dict[str, Any]:
     """An SDK content block as a plain dict holding only what the API accepts back."""
     data: dict[str, Any] = block.model_dump(mode="json") if hasattr(block, "model_dump") else dict(block)
+    if data.get("type") == "compaction":
+        return kept_block(data)  # verbatim: its signature covers it; a null content (failed) is kept
     keys = _KEEP_KEYS.get(str(data.get("type")))
     if keys is None:
         return {key: value for key, value in data.items() if value is not None}
@@ -125,6 +136,7 @@ class AnthropicModel:
         client: anthropic.AsyncAnthropic | None = None,
         cache_ttl: str = "5m",
         thinking: str = "adaptive",
+        engine: ServerEngine | None = None,
     ) -> None:
         self.name = model
         self.label = model
@@ -135,6 +147,8 @@ class AnthropicModel:
         """The TTL of every cache breakpoint: "5m" or "1h" (`cache_control.ttl`)."""
         self.thinking = thinking
         """"adaptive" (thinking on where the Models API says the model supports it) or "off"."""
+        self.engine = engine
+        """A server engine: requests carry its `context_management` edits through the beta API."""
         self.diagnostics = True
         """Send `diagnostics.previous_message_id` (switched off if the endpoint refuses the field)."""
         self._previous_id: str | None = None
@@ -197,7 +211,16 @@ class AnthropicModel:
         thinking = self.thinking_config()
         if thinking is not None:
             request["thinking"] = thinking
+        if self.engine is not None:
+            request["context_management"] = self.engine.context_management(thinking_on(request))
         return request
+
+    def _messages_api(self, client: anthropic.AsyncAnthropic) -> tuple[Any, dict[str, Any]]:
+        """The messages resource to call and the extra arguments: the beta API with the server engine's
+        betas, else the plain one."""
+        if self.engine is None:
+            return client.messages, {}
+        return client.beta.messages, {"betas": self.engine.betas}
 
     def thinking_config(self) -> dict[str, str] | None:
         """`thinking` as the installed SDK's types define it (ThinkingConfigAdaptiveParam or
@@ -226,9 +249,8 @@ class AnthropicModel:
         number) is ModelError too: it is never shown as a count.
         """
         try:
-            result = await (await self.ready_client()).messages.count_tokens(
-                **self.request(system=system, messages=messages, tools=tools)
-            )
+            api, extra = self._messages_api(await self.ready_client())
+            result = await api.count_tokens(**self.request(system=system, messages=messages, tools=tools), **extra)
             value = getattr(result, "input_tokens", None)
         except Exception as error:
             mapped, _ = self._classify(error, self.max_retries)
@@ -276,8 +298,8 @@ class AnthropicModel:
                 if self.diagnostics:
                     request["diagnostics"] = {"previous_message_id": self._previous_id}
                 stopped = False
-                client = await self.ready_client()
-                async with client.messages.stream(**request) as stream:
+                api, extra = self._messages_api(await self.ready_client())
+                async with api.stream(**request, **extra) as stream:
                     async for event in stream:
                         if event.type == "message_stop":
                             stopped = True
@@ -299,6 +321,8 @@ class AnthropicModel:
                     id=self._previous_id,
                     diagnostics=diagnostics.model_dump(mode="json") if diagnostics is not None else None,
                     asked=asked,
+                    context_management=_plain(getattr(final, "context_management", None)),
+                    iterations=_plain(getattr(final.usage, "iterations", None)),
                 )
                 return
             except Exception as error:  # mapped to ModelError below

@@ -47,6 +47,10 @@ class ModelResponse:
     id: str | None = None
     diagnostics: dict[str, Any] | None = None
     asked: bool = False  # the request carried diagnostics with a previous message id
+    context_management: dict[str, Any] | None = None
+    """A server engine's report: the response's `context_management` (`applied_edits`), plain."""
+    iterations: list[dict[str, Any]] | None = None
+    """usage.iterations, plain: the sampling and compaction iterations of the call, when given."""
 
     @property
     def input_tokens(self) -> int | None:

@@ -62,6 +62,7 @@ USER_BLOCK_TYPES = frozenset({"text", "image", "document", "tool_result", "searc
 ASSISTANT_BLOCK_TYPES = frozenset({
     "text", "tool_use", "thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result",
     "web_fetch_tool_result", "code_execution_tool_result", "mcp_tool_use", "mcp_tool_result",
+    "compaction",  # a server compaction's signed block (core/engines/blocks.py), kept verbatim
 })
 KNOWN_BLOCK_TYPES = USER_BLOCK_TYPES | ASSISTANT_BLOCK_TYPES
 _REQUIRED_KEYS: dict[str, tuple[tuple[str, type], ...]] = {
@@ -79,6 +80,8 @@ def valid_block(block: Any) -> bool:
     required = _REQUIRED_KEYS.get(block["type"], ())
     if not all(isinstance(block.get(key), kind) for key, kind in required):
         return False
+    if block["type"] == "compaction":  # a summary, or null when the server's compaction failed
+        return block.get("content") is None or (isinstance(block["content"], str) and bool(block["content"]))
     if block["type"] == "tool_result":
         content = block.get("content", "")
         return isinstance(content, str) or (isinstance(content, list) and all(valid_block(item) for item in content))

@@ -57,6 +57,7 @@ from tests.support.fake_cache import (
     model_capabilities,
     thinking_on,
 )
+from tests.support.fake_context import ContextError, ServerContext
 
 __all__ = [
     "CacheUse",
@@ -307,6 +308,7 @@ class MessageReply(Response):
     cache_creation_tokens: int | None = None
     usage_extra: dict[str, Any] = field(default_factory=dict)  # nested usage fields (cache_creation, ...)
     diagnostics: tuple[bool, Any] = (False, None)  # (the reply carries the field, its value)
+    context_management: JSONDict | None = None  # the response's context_management (applied_edits)
 
     # ----- building blocks shared by the stream and the JSON body
 
@@ -340,7 +342,10 @@ class MessageReply(Response):
         return {**usage, **self.usage_extra}
 
     def _message_extra(self) -> JSONDict:
-        return {"diagnostics": self.diagnostics[1]} if self.diagnostics[0] else {}
+        extra: JSONDict = {"diagnostics": self.diagnostics[1]} if self.diagnostics[0] else {}
+        if self.context_management is not None:
+            extra["context_management"] = self.context_management
+        return extra
 
     def message_body(self, body: Mapping[str, Any], cache: tuple[int, int] = (0, 0)) -> JSONDict:
         """The complete, non-streaming message."""
@@ -393,7 +398,9 @@ class MessageReply(Response):
                     "type": "message_delta",
                     "delta": {"stop_reason": self.stop_reason, "stop_sequence": None},
                     "usage": {"output_tokens": output_tokens, **{key: value for key, value in self.usage_extra.items()
-                                                                 if key == "output_tokens_details"}},
+                                                                 if key in ("output_tokens_details", "iterations")}},
+                    **({"context_management": self.context_management}
+                       if self.context_management is not None else {}),
                 },
             )
         )
@@ -416,6 +423,11 @@ class MessageReply(Response):
             deltas.append({"type": "signature_delta", "signature": str(block.get("signature", ""))})
         elif kind == "redacted_thinking":
             start, deltas = dict(block), []
+        elif kind == "compaction":  # the signature comes with the start, the summary in one delta
+            start = {"type": "compaction", "content": None, "encrypted_content": None,
+                     "signature": block.get("signature")}
+            deltas = [{"type": "compaction_delta", "content": block.get("content"),
+                       "encrypted_content": block.get("encrypted_content")}]
         elif kind == "tool_use":
             start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
             raw = _json_bytes(block.get("input", {})).decode()  # the JSON text, escaped where it must be
@@ -443,7 +455,8 @@ class MessageReply(Response):
         server, body = exchange.server, exchange.body
         try:
             server.signer.check(body)
-        except ThinkingError as error:
+            managed = server.context.manage(body, exchange.request.headers.get("anthropic-beta", ""))
+        except (ThinkingError, ContextError) as error:
             return error_reply(400, "invalid_request_error", str(error))
         window = server.models.get(str(body.get("model")))
         if server.enforce_window and window and estimate_tokens(body) > window:
@@ -467,6 +480,16 @@ class MessageReply(Response):
         diagnostics = self.diagnostics if self.diagnostics[0] else answered  # a scripted diagnosis wins
         sent = dataclasses.replace(self, blocks=blocks, message_id=message_id, usage_extra=extra,
                                    diagnostics=diagnostics)
+        if "context_management" in body:  # the model read the edited request: its usage says so
+            seen = self.input_tokens if self.input_tokens is not None \
+                else max(estimate_tokens(managed.body) - use.read - use.creation, 0)
+            if managed.iterations:
+                extra["iterations"] = [*managed.iterations, {
+                    "type": "message", "input_tokens": seen, "output_tokens": sent._usage(body)[1],
+                    "cache_read_input_tokens": use.read, "cache_creation_input_tokens": use.creation}]
+            sent = dataclasses.replace(
+                sent, blocks=[managed.compaction, *blocks] if managed.compaction else blocks,
+                context_management=managed.response(), input_tokens=seen)
         return sent, (use.read, use.creation)
 
     def respond(self, exchange: Exchange) -> None:
@@ -893,6 +916,8 @@ class FakeAnthropicServer:
         self.prompt_cache = PromptCache()
         self.cache_diagnostics = CacheDiagnostics()
         self.signer = ThinkingSigner()
+        self.context = ServerContext()
+        """Server-side context management: edits, compaction blocks and their signatures (fake_context.py)."""
         self.models: dict[str, int | None] = {}
         """Model ids ``GET /v1/models/{id}`` knows, with their max_input_tokens (others are 404)."""
         self.thinking: dict[str, tuple[str, ...]] = {}

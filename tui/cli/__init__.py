@@ -111,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="print what compaction took out of the context (a ctxtui or Claude Code session)")
     inspect.add_argument("--facts", action="store_true",
                          help="print the constraints, paths and error lines the history held, and which are not visible")
+    inspect.add_argument("--compare", action="store_true",
+                         help="replay the session's requests under every engine and compare context and cost")
     _common(inspect, suppress=True)
     add_proxy_parser(commands)
     return parser
@@ -250,11 +252,14 @@ def run_inspect(args: argparse.Namespace) -> int:
 
     from core.sessions.inspection import InspectError, load_file, report, report_text
 
-    printed = args.report or args.ledger or args.facts
+    printed = args.report or args.ledger or args.facts or args.compare
     if args.output_format == "stream-json" or (args.output_format == "json" and not printed):
-        raise UsageError(f"inspect: --output-format {args.output_format} needs --report, --ledger or --facts and "
+        raise UsageError(f"inspect: --output-format {args.output_format} needs --report, --ledger, --facts or "
+                         "--compare and "
                          "takes text or json (without them the read-only inspector opens in the terminal)")
     config = _config(args)
+    if args.compare:
+        return _compare(args, config)
     try:
         inspected = load_file(args.file)
     except InspectError as error:
@@ -283,6 +288,27 @@ def run_inspect(args: argparse.Namespace) -> int:
         print(json.dumps(data, ensure_ascii=True, default=str), flush=True)
     else:
         sys.stdout.write(visible(report_text(data)))
+        sys.stdout.flush()
+    return EXIT_OK
+
+
+def _compare(args: argparse.Namespace, config: Any) -> int:
+    """`inspect FILE --compare`: the file's requests replayed under every engine (core/engines/compare.py)."""
+    import json
+
+    from core.config import Settings, apply_config
+    from core.engines.compare import compare_file, compare_text
+    from core.sessions.inspection import InspectError
+
+    settings = apply_config(Settings(workdir=_workdir(args)), config)
+    try:
+        data = asyncio.run(compare_file(args.file, settings))
+    except InspectError as error:
+        raise UsageError(str(error)) from error
+    if args.output_format == "json":
+        print(json.dumps(data, ensure_ascii=True, default=str), flush=True)
+    else:
+        sys.stdout.write(visible(compare_text(data) + "\n"))
         sys.stdout.flush()
     return EXIT_OK
 

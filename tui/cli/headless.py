@@ -58,7 +58,8 @@ def event_record(event: Any) -> dict[str, Any] | None:
         return {"type": "compaction", "step": event.step, "before": event.chars_before, "after": event.chars_after,
                 "messages_affected": event.messages_affected, "files": list(event.files_written),
                 "cache_invalidated_tokens": event.cache_invalidated_tokens, "break_even_calls": event.break_even_calls,
-                "ledger": [asdict(entry) for entry in event.ledger]}
+                "ledger": [asdict(entry) for entry in event.ledger], "detail": event.detail,
+                "saved_tokens": event.saved_tokens, "cleared": list(event.cleared)}
     if isinstance(event, CompactionHeld):
         return {"type": "held", "steps": [step.step for step in event.steps],
                 "cache_invalidated_tokens": sum(step.cache_invalidated_tokens or 0 for step in event.steps),

@@ -208,6 +208,8 @@ class Inspector(Vertical):
     def step(self, event: CompactionStep) -> None:
         self.gauge.step(event)
         self.steps.add_step(event)
+        if event.cleared:
+            self.message_tree.mark_cleared(event.cleared)
 
     def measured(self, event: ContextMeasured) -> None:
         self.gauge.measured(event)

@@ -388,6 +388,18 @@ class MessageTree(Tree[NodeInfo]):
         self._invalidate()
         self.refresh()
 
+    def mark_cleared(self, tool_use_ids: tuple[str, ...]) -> None:
+        """Mark results the API cleared from what the model sees (a server engine's step)."""
+        added = frozenset(tool_use_ids) - self.labels.cleared
+        if not added:
+            return
+        self.labels.cleared |= added
+        for index, (message, node) in enumerate(self.entries):
+            if added.intersection(tool_result_ids(message)):
+                self._update_node(node, index, message)
+        self._invalidate()
+        self.refresh()
+
     @property
     def selected(self) -> NodeInfo | None:
         node = self.cursor_node

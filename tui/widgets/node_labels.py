@@ -78,6 +78,7 @@ class NodeLabels:
         self.pinned: frozenset[str] = frozenset()  # tool_use ids and user: keys shown with 📌
         self._user_pins: frozenset[str] = frozenset()  # the user: keys among them
         self.shortened: frozenset[str] = frozenset()  # tool_use ids the next call would shorten
+        self.cleared: frozenset[str] = frozenset()  # tool_use ids whose results the API cleared (a server engine)
 
     def set_marks(self, pinned: frozenset[str], shortened: frozenset[str]) -> frozenset[str]:
         """Take the new marks; returns the keys whose labels change."""
@@ -207,8 +208,10 @@ class NodeLabels:
         found = block_marker(block)
         if found is not None:
             info.client = found
-            text = info.text if kind != "compaction" else str(block.get("content", ""))
+            text = info.text if kind != "compaction" else str(block.get("content") or "")
             label = Text.assemble(self.client_marker(found), (f" · {count(len(text))} chars", muted))
+            if kind == "compaction" and block.get("content") is None:
+                label.append(" · failed (null content): kept, a no-op for the API", style=self._style("error"))
             if found.summary:
                 label.append(f' · "{display_line(found.summary, 60)}"')
             return label, info
@@ -235,6 +238,8 @@ class NodeLabels:
                 label.append(" · 📌 pinned", style=self._style("pinned"))
             if tool_use_id in self.shortened:
                 label.append(" · ✂ next call shortens", style=self._style("shortened"))
+            if tool_use_id in self.cleared:
+                label.append(" · cleared by the API (the model no longer sees it)", style=self._style("muted"))
             return label, info
         return Text(f"{display_line(kind, 40)} block"), info
 

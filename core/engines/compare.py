@@ -1,0 +1,288 @@
+"""`ctxtui inspect FILE --compare`: one session's sequence of requests replayed under every engine.
+
+Each engine sees the same calls (sources.py): before call k the conversation gains what the session
+added, the engine does what it does, the request is priced against a prompt cache modelled by prefix
+(pricing.py), and the call's recorded reply joins the history. Deterministic: summaries are the
+offline model's, in a temporary archive; nothing in the workdir is written.
+
+- "client": the pipeline with the current settings before every call (eager timing), and the compact
+  tool where the session's model called it;
+- "client cache-aware": only tool_result_budget while the cache is warm (the replay's calls always
+  are), everything once the request reaches the ceiling (`cache_ceiling_tokens`, else 80% of the window);
+- "server-clear": tool_result_budget on the client, the API's clearing as documented (policies.py);
+- "server-compact": tool_result_budget on the client; past the trigger the request is summarised (the
+  offline summarizer stands in for the server's) into a compaction block that later requests start from.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from core.archive import Archive
+from core.compaction import Compactor
+from core.compaction.run import Outcome
+from core.config import Settings
+from core.engines.edits import ServerEngine
+from core.engines.policies import clear_candidates, result_of, seen_from
+from core.engines.pricing import Bill, PrefixCache
+from core.engines.sources import Recorded
+from core.events import CompactionStep
+from core.facts.extract import facts_of
+from core.facts.index import escaped
+from core.history.messages import current_request
+from core.history.sizes import dumps, estimate_chars
+from core.history.tokens import TokenCounter
+from core.model.offline import OfflineModel
+from core.usage.prices import Usage, price_for, window_for
+
+Message = dict[str, Any]
+ENGINES = ("client", "client cache-aware", "server-clear", "server-compact")
+REPLAY_STAMP = "20000101-000000-1000"  # a replay's transcripts are named alike every time (Archive.stamp)
+CLEARED = "[tool result cleared by context management]"  # the API's placeholder is its own; this stands in
+
+
+@dataclass
+class EngineRun:
+    """One engine's replay: the contract's figures, and per call what the model read and where it cut."""
+
+    engine: str
+    bill: Bill = field(default_factory=Bill)
+    summaries: int = 0
+    facts_not_visible: int = 0
+    cuts: list[int] = field(default_factory=list)  # calls (1-based) before which the engine cut
+    final_chars: int = 0
+    next_steps: list[str] = field(default_factory=list)
+    priced: bool = True
+    peak: int = 0
+    chars: list[int] = field(default_factory=list)  # estimate_chars of each request's messages
+
+    def record(self) -> dict[str, Any]:
+        sizes = self.bill.sizes
+        return {
+            "engine": self.engine, "calls": len(sizes), "peak_tokens": max([self.peak, *sizes]),
+            "mean_tokens": round(sum(sizes) / len(sizes)) if sizes else 0,
+            "input_tokens": self.bill.input_tokens, "cache_read_tokens": self.bill.cache_read_tokens,
+            "cache_write_tokens": self.bill.cache_write_tokens, "output_tokens": self.bill.output_tokens,
+            "cost": round(self.bill.cost, 6) if self.priced else None, "summaries": self.summaries,
+            "facts_not_visible": self.facts_not_visible, "cuts": self.cuts, "sizes": sizes,
+            "chars": self.chars, "final_chars": self.final_chars, "next_steps": self.next_steps,
+        }
+
+
+class Replay:
+    """The shared state of one engine's replay: the history it keeps, its cache, its compactor."""
+
+    def __init__(self, name: str, recorded: Recorded, settings: Settings, scratch: Path, counter: TokenCounter) -> None:
+        self.run = EngineRun(name)
+        self.recorded = recorded
+        self.settings = settings
+        model = priced_model(recorded, settings)
+        price = price_for(model)
+        self.run.priced = price is not None
+        self.cache = PrefixCache(counter, price, settings.cache_ttl)
+        self.run.bill = self.cache.bill
+        self.history: list[Message] = []
+        self.offline = OfflineModel()
+        archive = Archive(scratch)
+        archive.stamp = lambda: REPLAY_STAMP
+        self.compactor = Compactor(archive, summarize=self._summarize, settings=settings.compaction)
+        self.window = window_for(model).tokens
+
+    async def _summarize(self, text: str, focus: str | None) -> str:
+        """The offline summarizer, its call counted and priced (uncached input, the summary as output)."""
+        summary = await self.offline.summarize(text, focus)
+        self.run.summaries += 1
+        self.cache.charge(Usage(input_tokens=self.cache.tokens_of(text), output_tokens=self.cache.tokens_of(summary)))
+        return summary
+
+    async def prepare(self, number: int, hold: bool) -> None:
+        """The client pipeline on the history (only tool_result_budget with `hold`)."""
+        await self._apply(number, self.compactor.prepare_events(self.history, current_request(self.history), hold))
+
+    async def compact_tool(self, number: int, reply: Message | None) -> None:
+        """The compact tool, as the agent runs it once its results are in: compact_history now."""
+        content = reply.get("content") if reply is not None else None
+        uses = [block for block in content if isinstance(block, dict) and block.get("type") == "tool_use"
+                and block.get("name") == "compact"] if isinstance(content, list) else []
+        if uses:
+            focus = uses[-1].get("input", {}).get("focus") if isinstance(uses[-1].get("input"), dict) else None
+            await self._apply(number, self.compactor.compact_events(
+                self.history, current_request(self.history), str(focus) if focus else None))
+
+    async def _apply(self, number: int, events: AsyncIterator[Any]) -> None:
+        outcome: Outcome | None = None
+        fired = False
+        async for event in events:
+            if isinstance(event, Outcome):
+                outcome = event
+            elif isinstance(event, CompactionStep) and event.saved > 0:
+                fired = True
+        if outcome is not None and outcome.changes:
+            self.history = list(outcome.messages)
+            if fired:
+                self.run.cuts.append(number)
+
+    def tokens(self, messages: Sequence[Message]) -> int:
+        return sum(self.cache.tokens_of(text) for text in
+                   self.cache.elements(self.recorded.system, self.recorded.tools, messages))
+
+    def send(self, messages: Sequence[Message], reply: Message | None) -> None:
+        """A call's request (what the model reads) priced, with its recorded reply as output."""
+        self.run.chars.append(estimate_chars(messages))
+        self.cache.request(self.recorded.system, self.recorded.tools, messages, self.output(reply))
+
+    def output(self, reply: Message | None) -> int:
+        return self.cache.tokens_of(reply.get("content")) if reply is not None else 0
+
+
+async def _client(replay: Replay, cache_aware: bool) -> list[Message]:
+    ceiling = replay.settings.cache_ceiling_tokens or (int(replay.window * 0.8) if replay.window else 0)
+    previous: Message | None = None
+    for number, call in enumerate(replay.recorded.calls, 1):
+        replay.history.extend(call.added)
+        await replay.compact_tool(number, previous)
+        previous = call.reply
+        hold = cache_aware and (not ceiling or replay.tokens(replay.history) < ceiling)
+        await replay.prepare(number, hold)
+        replay.send(replay.history, call.reply)
+        if call.reply is not None:
+            replay.history.append(call.reply)
+    steps = await replay.compactor.dry_run(replay.history, current_request(replay.history))
+    replay.run.next_steps = list(dict.fromkeys(step.step for step in steps
+                                               if step.saved > 0 or step.step == "compact_history"))
+    return replay.history
+
+
+def cleared_view(replay: Replay, engine: ServerEngine, messages: list[Message]) -> list[Message]:
+    """What the API shows the model of `messages` with clear_tool_uses (as documented)."""
+    if replay.tokens(messages) < engine.clear_trigger_tokens:
+        return messages
+    found = []
+    for index, _, use in clear_candidates(messages, engine.clear_keep_tool_uses, engine.clear_exclude_tools):
+        where = result_of(messages, str(use.get("id")), index)
+        if where is not None and messages[where[0]]["content"][where[1]].get("content") != CLEARED:
+            found.append(where)
+    freed = sum(replay.cache.tokens_of(messages[i]["content"][j].get("content", "")) for i, j in found)
+    if not found or freed < engine.clear_at_least_tokens:
+        return messages
+    view = list(messages)
+    for index, position in found:
+        content = list(view[index]["content"])
+        content[position] = {**content[position], "content": CLEARED}
+        view[index] = {**view[index], "content": content}
+    return view
+
+
+async def _server_clear(replay: Replay, engine: ServerEngine) -> list[Message]:
+    view: list[Message] = []
+    for number, call in enumerate(replay.recorded.calls, 1):
+        replay.history.extend(call.added)
+        await replay.prepare(number, True)
+        view = cleared_view(replay, engine, replay.history)
+        if view is not replay.history and (not replay.run.cuts or replay.run.cuts[-1] != number):
+            replay.run.cuts.append(number)
+        replay.send(view, call.reply)
+        if call.reply is not None:
+            replay.history.append(call.reply)
+            view = [*view, call.reply]
+    return view
+
+
+async def _server_compact(replay: Replay, engine: ServerEngine) -> list[Message]:
+    system, tools = replay.recorded.system, replay.recorded.tools
+    for number, call in enumerate(replay.recorded.calls, 1):
+        replay.history.extend(call.added)
+        await replay.prepare(number, True)
+        seen = replay.history[seen_from(replay.history):]
+        reply = call.reply
+        if replay.tokens(seen) >= engine.compact_trigger_tokens:
+            summary = await replay.offline.summarize(dumps(seen), engine.compact_instructions or None)
+            replay.run.summaries += 1
+            replay.run.cuts.append(number)
+            block = {"type": "compaction", "content": summary}
+            replay.run.peak = max(replay.run.peak, replay.cache.request(
+                system, tools, seen, replay.cache.tokens_of(summary), sampled=False))
+            seen = [{"role": "assistant", "content": [block]}, *call.added]
+            reply = {"role": "assistant", "content": [block, *(call.reply or {}).get("content", [])]}
+        replay.send(seen, call.reply)
+        if reply is not None:
+            replay.history.append(reply)
+    return replay.history[seen_from(replay.history):]
+
+
+def _hidden(conversation: Sequence[Message], visible: Sequence[Message]) -> int:
+    """The facts of the whole conversation whose exact text the model no longer sees."""
+    text = dumps(list(visible))
+    keys = {key for message in conversation for key, _ in facts_of(message)}
+    return sum(1 for _, fact in keys if escaped(fact) not in text)
+
+
+def priced_model(recorded: Recorded, settings: Settings) -> str:
+    """The model the replay is priced and windowed as: the session's, else (no price known for it, as
+    for the offline model) the `model` setting."""
+    if recorded.model and price_for(recorded.model) is not None:
+        return recorded.model
+    return settings.model
+
+
+async def compare(recorded: Recorded, settings: Settings) -> dict[str, Any]:
+    """The contract's JSON: one record per engine (ENGINES), over the same calls."""
+    conversation = [message for call in recorded.calls for message in
+                    (*call.added, *([call.reply] if call.reply is not None else []))]
+    counter = TokenCounter()
+    records = []
+    for name in ENGINES:
+        with tempfile.TemporaryDirectory(prefix="ctxtui-compare-") as scratch:
+            replay = Replay(name, recorded, settings, Path(scratch), counter)
+            engine = None if name.startswith("client") else \
+                ServerEngine.from_settings(replace(settings, engine="server-clear" if name == "server-clear"
+                                                   else "server-compact"))
+            if engine is None:
+                visible = await _client(replay, cache_aware=name != "client")
+            elif engine.kind == "server-clear":
+                visible = await _server_clear(replay, engine)
+            else:
+                visible = await _server_compact(replay, engine)
+            replay.run.final_chars = estimate_chars(replay.history)
+            replay.run.facts_not_visible = _hidden(conversation, visible)
+            records.append(replay.run.record())
+    return {"file": str(recorded.inspected.path), "kind": recorded.inspected.kind,
+            "model": recorded.model or settings.model, "priced_as": priced_model(recorded, settings),
+            "engines": records}
+
+
+def compare_text(data: dict[str, Any]) -> str:
+    """The comparison as a table of at most 80 columns: one row per engine."""
+    header = f"{'engine':<18} {'calls':>5} {'peak':>7} {'mean':>7} {'input':>6} {'read':>7} {'write':>7} " \
+             f"{'cost':>6} {'sum':>3} {'lost':>4}"
+    lines = [f"{data['kind']} {data['file']}"[-80:], f"model {data['model']}, priced as {data['priced_as']}; tokens, k = 1,000; USD"[:80],
+             header, "-" * len(header)]
+    for row in data["engines"]:
+        cost = f"{row['cost']:.2f}" if row["cost"] is not None else "-"
+        lines.append(f"{row['engine']:<18} {row['calls']:>5} {_k(row['peak_tokens']):>7} {_k(row['mean_tokens']):>7} "
+                     f"{_k(row['input_tokens']):>6} {_k(row['cache_read_tokens']):>7} "
+                     f"{_k(row['cache_write_tokens']):>7} {cost:>6} {row['summaries']:>3} "
+                     f"{row['facts_not_visible']:>4}")
+    lines.append("peak/mean: tokens read per call; input: uncached; read/write: the prompt cache")
+    lines.append("sum: summaries; lost: facts (constraints, paths, errors) not visible at the end")
+    return "\n".join(lines)
+
+
+def _k(value: int) -> str:
+    return f"{value / 1000:.1f}k" if value >= 1000 else str(value)
+
+
+async def compare_file(path: Path, settings: Settings) -> dict[str, Any]:
+    """`compare` of the session file at `path` (InspectError, one line, when it is none); a ctxtui
+    session's requests carry ctxtui's own system prompt and tool schemas."""
+    from core.agent.build import SYSTEM_PROMPT
+    from core.engines.sources import recorded_calls
+    from core.tools import ToolBox, Workspace
+
+    workdir = settings.workdir
+    recorded = recorded_calls(path, SYSTEM_PROMPT.format(workdir=workdir), ToolBox(Workspace(workdir)).schemas)
+    return await compare(recorded, settings)
