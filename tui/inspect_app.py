@@ -4,6 +4,10 @@ The gauge, the message tree and the report (totals, breakdown, dry run) of core/
 agent, no model, no prompt. Markers open what they point at when the archive under the file's
 workdir vouches for the path (a Claude Code session has no ctxtui archive, so its markers, if any,
 stay plain text); any other node shows its in-context text.
+
+With `compare` (`ctxtui inspect FILE --compare` in a terminal) the compare view (tui/widgets/compare_view.py)
+is shown first: the session replayed under every engine, computed in a worker thread; `c` switches
+between it and the inspector.
 """
 
 from __future__ import annotations
@@ -13,18 +17,21 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import ContentSwitcher, Footer, Static
+from textual.worker import Worker, WorkerState
 
 from core.archive import Archive, ArchiveError
+from core.config import Settings
 from core.events import ContextMeasured
 from core.sessions.inspection import Inspected, report_text
 from core.text import visible
 from tui.format import plural, transcript_text
 from tui.screens.archive import ArchiveScreen
+from tui.widgets.compare_view import CompareView
 from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.message_tree import MessageTree, NodeInfo
 
@@ -41,24 +48,32 @@ class InspectApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="inspect.quit"),
         Binding("ctrl+t", "focus_tree", "Tree", id="inspect.tree"),
+        Binding("c", "toggle_compare", "Compare/inspect", id="inspect.compare"),
     ]
 
-    def __init__(self, inspected: Inspected, report: dict[str, Any], workdir: Path | None = None) -> None:
+    def __init__(self, inspected: Inspected, report: dict[str, Any], workdir: Path | None = None,
+                 compare: Settings | None = None) -> None:
+        """`compare`: the settings to replay the file under every engine with (the compare view opens)."""
         super().__init__()
         self.inspected = inspected
         self.report = report
         self.archive = Archive(workdir or inspected.workdir or inspected.path.parent)
+        self.compare_settings = compare
 
     def compose(self) -> ComposeResult:
         data = self.report
         title = f"{data['file']} · {data['kind']} · read-only"
         yield Static(Text(visible(title)), id="file-title")
-        with Horizontal(id="main"):
-            with VerticalScroll(id="report-pane"):
-                yield Static(Text(visible(report_text(data))), id="report")
-            with Vertical(id="inspector"):
-                yield ContextGauge(id="gauge")
-                yield MessageTree(self.archive, self.inspected.messages, chars=self.report["message_chars"], id="tree")
+        with ContentSwitcher(initial="compare" if self.compare_settings is not None else "main", id="views"):
+            with Horizontal(id="main"):
+                with VerticalScroll(id="report-pane"):
+                    yield Static(Text(visible(report_text(data))), id="report")
+                with Vertical(id="inspector"):
+                    yield ContextGauge(id="gauge")
+                    yield MessageTree(self.archive, self.inspected.messages, chars=self.report["message_chars"],
+                                      id="tree")
+            if self.compare_settings is not None:
+                yield CompareView(id="compare")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -68,10 +83,38 @@ class InspectApp(App[int]):
         gauge.measured(ContextMeasured(chars=data["message_chars"], limit=data["limit"], messages=data["messages"],
                                        tokens=data["tokens"]))
         gauge.flush()
-        self.query_one(MessageTree).focus()
+        if self.compare_settings is not None:
+            self.query_one("#compare-timelines").focus()
+            self._compare(self.compare_settings)
+        else:
+            self.query_one(MessageTree).focus()
 
     def action_focus_tree(self) -> None:
+        self.query_one(ContentSwitcher).current = "main"
         self.query_one(MessageTree).focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.compare_settings is not None if action == "toggle_compare" else True
+
+    def action_toggle_compare(self) -> None:
+        """Between the compare view and the inspector."""
+        switcher = self.query_one(ContentSwitcher)
+        switcher.current = "main" if switcher.current == "compare" else "compare"
+        (self.query_one(MessageTree) if switcher.current == "main" else self.query_one("#compare-timelines")).focus()
+
+    @work(thread=True, exclusive=True, group="compare", description="compare engines", exit_on_error=False)
+    def _compare(self, settings: Settings) -> None:
+        """The file replayed under every engine (a second or more of CPU: off the event loop)."""
+        from core.engines.compare import compare_file
+
+        data = asyncio.run(compare_file(self.inspected.path, settings))
+        self.call_from_thread(self.query_one(CompareView).show, data)
+
+    @on(Worker.StateChanged)
+    def _compare_failed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "compare" and event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.query_one(CompareView).failed(str(error) if error is not None else "unknown error")
 
     @on(MessageTree.OpenMarker)
     async def _open_marker(self, event: MessageTree.OpenMarker) -> None:

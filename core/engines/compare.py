@@ -37,6 +37,7 @@ from core.history.messages import current_request
 from core.history.sizes import dumps, estimate_chars
 from core.history.tokens import TokenCounter
 from core.model.offline import OfflineModel
+from core.text import visible
 from core.usage.prices import Usage, price_for, window_for
 
 Message = dict[str, Any]
@@ -255,20 +256,44 @@ async def compare(recorded: Recorded, settings: Settings) -> dict[str, Any]:
             "engines": records}
 
 
+COLUMNS = (("engine", -18), ("calls", 5), ("peak", 7), ("mean", 7), ("input", 6), ("read", 7), ("write", 7),
+           ("cost", 6), ("sum", 3), ("lost", 4))
+"""The table's columns: name and width (negative: left-aligned); a row is its cells joined by spaces."""
+NOTES = ("peak/mean: tokens read per call; input: uncached; read/write: the prompt cache",
+         "sum: summaries; lost: facts (constraints, paths, errors) not visible at the end")
+
+
+def _cells(values: Sequence[Any]) -> list[str]:
+    return [f"{value:<{-width}}" if width < 0 else f"{value:>{width}}"
+            for value, (_, width) in zip(values, COLUMNS, strict=True)]
+
+
+def header_cells() -> list[str]:
+    """The table's header, one padded cell per column."""
+    return _cells([name for name, _ in COLUMNS])
+
+
+def row_cells(row: dict[str, Any]) -> list[str]:
+    """One engine's record as the table's padded cells (the figures as the record has them)."""
+    cost = f"{row['cost']:.2f}" if row["cost"] is not None else "-"
+    return _cells([row["engine"], row["calls"], _k(row["peak_tokens"]), _k(row["mean_tokens"]), _k(row["input_tokens"]),
+                   _k(row["cache_read_tokens"]), _k(row["cache_write_tokens"]), cost, row["summaries"],
+                   row["facts_not_visible"]])
+
+
+def heading_lines(data: dict[str, Any]) -> list[str]:
+    """The two lines above the table: the file and its kind, the model and what it is priced as (the
+    session's bytes made visible before the lines are cut to 80 columns, so an escape cannot widen them)."""
+    return [visible(f"{data['kind']} {data['file']}")[-80:],
+            visible(f"model {data['model']}, priced as {data['priced_as']}; tokens, k = 1,000; USD")[:80]]
+
+
 def compare_text(data: dict[str, Any]) -> str:
     """The comparison as a table of at most 80 columns: one row per engine."""
-    header = f"{'engine':<18} {'calls':>5} {'peak':>7} {'mean':>7} {'input':>6} {'read':>7} {'write':>7} " \
-             f"{'cost':>6} {'sum':>3} {'lost':>4}"
-    lines = [f"{data['kind']} {data['file']}"[-80:], f"model {data['model']}, priced as {data['priced_as']}; tokens, k = 1,000; USD"[:80],
-             header, "-" * len(header)]
-    for row in data["engines"]:
-        cost = f"{row['cost']:.2f}" if row["cost"] is not None else "-"
-        lines.append(f"{row['engine']:<18} {row['calls']:>5} {_k(row['peak_tokens']):>7} {_k(row['mean_tokens']):>7} "
-                     f"{_k(row['input_tokens']):>6} {_k(row['cache_read_tokens']):>7} "
-                     f"{_k(row['cache_write_tokens']):>7} {cost:>6} {row['summaries']:>3} "
-                     f"{row['facts_not_visible']:>4}")
-    lines.append("peak/mean: tokens read per call; input: uncached; read/write: the prompt cache")
-    lines.append("sum: summaries; lost: facts (constraints, paths, errors) not visible at the end")
+    header = " ".join(header_cells())
+    lines = [*heading_lines(data), header, "-" * len(header)]
+    lines.extend(" ".join(row_cells(row)) for row in data["engines"])
+    lines.extend(NOTES)
     return "\n".join(lines)
 
 

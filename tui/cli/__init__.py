@@ -258,7 +258,9 @@ def run_inspect(args: argparse.Namespace) -> int:
                          "--compare and "
                          "takes text or json (without them the read-only inspector opens in the terminal)")
     config = _config(args)
-    if args.compare:
+    compare_view = args.compare and args.output_format is None and not (args.report or args.ledger or args.facts) \
+        and sys.stdout.isatty()
+    if args.compare and not compare_view:
         return _compare(args, config)
     try:
         inspected = load_file(args.file)
@@ -281,7 +283,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     if not args.report:
         from tui.inspect_app import InspectApp
 
-        app = InspectApp(inspected, data)
+        app = InspectApp(inspected, data, compare=_compare_settings(args, config) if compare_view else None)
         app.run()
         return app.return_code or EXIT_OK
     if args.output_format == "json":
@@ -292,17 +294,22 @@ def run_inspect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _compare_settings(args: argparse.Namespace, config: Any) -> Any:
+    """The settings every engine of `inspect FILE --compare` replays the file with (--workdir, --set)."""
+    from core.config import Settings, apply_config
+
+    return apply_config(Settings(workdir=_workdir(args)), config)
+
+
 def _compare(args: argparse.Namespace, config: Any) -> int:
     """`inspect FILE --compare`: the file's requests replayed under every engine (core/engines/compare.py)."""
     import json
 
-    from core.config import Settings, apply_config
     from core.engines.compare import compare_file, compare_text
     from core.sessions.inspection import InspectError
 
-    settings = apply_config(Settings(workdir=_workdir(args)), config)
     try:
-        data = asyncio.run(compare_file(args.file, settings))
+        data = asyncio.run(compare_file(args.file, _compare_settings(args, config)))
     except InspectError as error:
         raise UsageError(str(error)) from error
     if args.output_format == "json":
