@@ -21,10 +21,13 @@ is rendered from that SVG with cairosvg.
                         call after the client's compaction selected (the real proxy, the loopback fake
                         API of tests/support as its upstream, the real SDK as the client)
   proxy-diff.png        the same session's diff view: the call after Claude Code cleared an old tool result
+  compare.png           `ctxtui inspect FILE --compare` on tests/fixtures/engines' ctxtui session: the
+                        engines' table and one timeline per engine (80 columns)
 
 `make_screenshots.py steering` writes only preview and summary-review; `make_screenshots.py proxy`
 only the proxy's two; `make_screenshots.py economics` only gauge-cache, timeline-misses and step-cost,
-and `make_screenshots.py ledger` only dropped and facts (screenshots/views_shots.py says how).
+`make_screenshots.py ledger` only dropped and facts (screenshots/views_shots.py says how), and
+`make_screenshots.py compare` only compare.
 
 The context is over the limit only between a turn adding tool results and the next
 `Compactor.prepare` (which runs at once and brings it down), so "over the limit" lasts
@@ -426,6 +429,25 @@ async def proxy_views() -> None:
             proxy.stop()
 
 
+async def compare_view() -> None:
+    """compare: the read-only inspector's compare view on the ctxtui fixture session (copied into the
+    fixed workdir, so the title shows the same path every run), once the worker has replayed it."""
+    from core.sessions.inspection import load_file, report
+    from tui.inspect_app import InspectApp
+    from tui.widgets.compare_view import CompareView
+
+    workdir = await fresh_workdir()
+    session = workdir / "session.jsonl"
+    shutil.copyfile(OUT.parent / "tests" / "fixtures" / "engines" / "ctxtui_session.jsonl", session)
+    inspected = load_file(session)
+    app = InspectApp(inspected, await report(inspected, CompactionSettings()), compare=Settings(workdir=workdir))
+    async with app.run_test(size=(80, 34)) as pilot:
+        view = app.query_one(CompareView)
+        await wait_for(pilot, lambda: view.data is not None and len(view.query("EngineTimeline")) == 4)
+        await pilot.pause()
+        save(app, "compare")
+
+
 async def economics_and_ledger(which: str) -> None:
     """The views of screenshots/views_shots.py: "economics", "ledger" or both ("all")."""
     from screenshots.views_shots import economics_views, ledger_views
@@ -449,6 +471,10 @@ async def main() -> None:
         await proxy_views()
         shutil.rmtree(WORKDIR, ignore_errors=True)
         return
+    if sys.argv[1:] == ["compare"]:
+        await compare_view()
+        shutil.rmtree(WORKDIR, ignore_errors=True)
+        return
     await proxy_views()
     await steering_views()
     await demo_over_the_limit()
@@ -456,6 +482,7 @@ async def main() -> None:
     await small_terminal()
     await views_after_compaction()
     await economics_and_ledger("all")
+    await compare_view()
     shutil.rmtree(WORKDIR, ignore_errors=True)
 
 

@@ -141,7 +141,7 @@ class CompareView(Vertical):
     DEFAULT_CSS = """
     CompareView { height: 1fr; }
     CompareView #compare-table { height: auto; text-wrap: nowrap; text-overflow: ellipsis; }
-    CompareView #compare-timelines { height: 1fr; }
+    CompareView #compare-timelines { height: 1fr; margin-top: 1; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
