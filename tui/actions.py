@@ -115,6 +115,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("show_facts", "show_view('facts')",
            "Show which of your constraints, files and errors the model can no longer see; keep a constraint",
            key="ctrl+f", palette="Inspector: facts the model cannot see", slash="facts"),
+    Action("compare", "compare", "Replay this session's log under every engine: context and cost side by side",
+           palette="Compare engines on this session", slash="compare", when="idle"),
 )
 
 BY_NAME: dict[str, Action] = {action.name: action for action in ACTIONS}

@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import ContentSwitcher, Footer, Static
-from textual.worker import Worker, WorkerState
 
 from core.archive import Archive, ArchiveError
 from core.config import Settings
@@ -85,7 +84,7 @@ class InspectApp(App[int]):
         gauge.flush()
         if self.compare_settings is not None:
             self.query_one("#compare-timelines").focus()
-            self._compare(self.compare_settings)
+            self.query_one(CompareView).compare(self.inspected.path, self.compare_settings)
         else:
             self.query_one(MessageTree).focus()
 
@@ -101,20 +100,6 @@ class InspectApp(App[int]):
         switcher = self.query_one(ContentSwitcher)
         switcher.current = "main" if switcher.current == "compare" else "compare"
         (self.query_one(MessageTree) if switcher.current == "main" else self.query_one("#compare-timelines")).focus()
-
-    @work(thread=True, exclusive=True, group="compare", description="compare engines", exit_on_error=False)
-    def _compare(self, settings: Settings) -> None:
-        """The file replayed under every engine (a second or more of CPU: off the event loop)."""
-        from core.engines.compare import compare_file
-
-        data = asyncio.run(compare_file(self.inspected.path, settings))
-        self.call_from_thread(self.query_one(CompareView).show, data)
-
-    @on(Worker.StateChanged)
-    def _compare_failed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group == "compare" and event.state == WorkerState.ERROR:
-            error = event.worker.error
-            self.query_one(CompareView).failed(str(error) if error is not None else "unknown error")
 
     @on(MessageTree.OpenMarker)
     async def _open_marker(self, event: MessageTree.OpenMarker) -> None:

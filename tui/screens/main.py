@@ -429,6 +429,16 @@ class MainScreen(Screen[None]):
         self._show_activity()
         self.chat.input.focus()
 
+    async def action_compare(self) -> None:
+        """/compare: this session's log replayed under every engine (tui/screens/compare.py)."""
+        from tui.screens.compare import CompareScreen
+
+        session = self.agent.session
+        if session is None or not await asyncio.to_thread(session.path.is_file):
+            self.notify("/compare replays this session's log: nothing has been recorded yet", severity="warning")
+            return
+        await self.app.push_screen(CompareScreen(session.path, self.agent.settings))
+
     async def action_sessions(self) -> None:
         """ctrl+s: list this workdir's sessions; the one chosen is resumed here."""
         if self.busy:

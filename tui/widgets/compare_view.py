@@ -13,16 +13,21 @@ conversation (14 rows, details, selection); four of them would not fit beside th
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from textual import on, work
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Static
+from textual.worker import Worker, WorkerState
 
-from core.engines.compare import NOTES, header_cells, heading_lines, row_cells
+from core.config import Settings
+from core.engines.compare import NOTES, compare_file, header_cells, heading_lines, row_cells
 from core.text import visible
 from tui.format import one_line, short_count
 
@@ -161,6 +166,18 @@ class CompareView(Vertical):
         timelines = self.query_one("#compare-timelines", VerticalScroll)
         await timelines.remove_children()
         await timelines.mount_all(EngineTimeline(row, top) for row in data["engines"])
+
+    @work(thread=True, exclusive=True, group="compare", description="compare engines", exit_on_error=False)
+    def compare(self, path: Path, settings: Settings) -> None:
+        """Replay `path` under every engine (a second or more of CPU: in a thread), then `show` it."""
+        data = asyncio.run(compare_file(path, settings))
+        self.app.call_from_thread(self.call_later, self.show, data)
+
+    @on(Worker.StateChanged)
+    def _compare_failed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "compare" and event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.failed(str(error) if error is not None else "unknown error")
 
     def failed(self, message: str) -> None:
         """The comparison could not be made: one line saying why."""
