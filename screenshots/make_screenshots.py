@@ -84,9 +84,9 @@ class HoldBeforePrepare:
     """
 
     def __init__(self, agent: Agent) -> None:
-        # the agent runs the pipeline through `prepare_changes` (the splices of `prepare`)
-        self._prepare = agent.compactor.prepare_changes
-        agent.compactor.prepare_changes = self._held_prepare  # type: ignore[method-assign]
+        # the agent runs the pipeline through `prepare_events` (each step as it is done, then the outcome)
+        self._prepare = agent.compactor.prepare_events
+        agent.compactor.prepare_events = self._held_prepare  # type: ignore[method-assign]
         self.queue: list[tuple[str, Callable[[list[Message]], bool]]] = []
         self.holding: str | None = None
         self.arrived = asyncio.Event()
@@ -95,13 +95,14 @@ class HoldBeforePrepare:
     def hold_when(self, name: str, condition: Callable[[list[Message]], bool]) -> None:
         self.queue.append((name, condition))
 
-    async def _held_prepare(self, messages: Sequence[Message], active_request: str) -> Any:
+    async def _held_prepare(self, messages: Sequence[Message], active_request: str, hold: bool = False) -> Any:
         if self.queue and self.queue[0][1](list(messages)):
             self.holding, _ = self.queue.pop(0)
             self._release.clear()
             self.arrived.set()
             await self._release.wait()
-        return await self._prepare(messages, active_request)
+        async for event in self._prepare(messages, active_request, hold):
+            yield event
 
     def release(self) -> None:
         self.holding = None
@@ -160,14 +161,15 @@ async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], within: flo
         await pilot.pause(0.02)
 
 
-async def settle(pilot: Pilot[Any], app: CtxApp) -> None:
-    """Wait until the gauge and the tree show the agent's history as it is now, and paint."""
+async def settle(pilot: Pilot[Any], app: CtxApp, counted: bool = True) -> None:
+    """Wait until the gauge and the tree show the agent's history as it is now, and paint. While a
+    turn is held (`counted` False) the next request's count is the one from before it (the inspector
+    asks the core nothing while a turn runs)."""
     await wait_for(
         pilot,
         lambda: not app.message_tree.syncing
         and app.gauge.chars == app.agent.chars
-        and app.gauge.state.count is not None
-        and not app.gauge.state.count_stale
+        and (not counted or (app.gauge.state.count is not None and not app.gauge.state.count_stale))
         and not any(worker.group in ("measure", "count", "window") and not worker.is_finished
                     for worker in app.workers),
     )
@@ -233,7 +235,7 @@ async def demo_over_the_limit() -> None:
         freeze_cursors(app)
 
         async def shoot(name: str) -> None:
-            await settle(pilot, app)
+            await settle(pilot, app, counted=False)
             assert app.gauge.state.level == "over", app.gauge.figure
             save(app, name)
 
