@@ -12,9 +12,12 @@ unchanged, and otherwise replaces only the keys that changed.
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widget import Widget
+from textual.widget import MountError, Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
@@ -34,6 +37,10 @@ def shown(widget: Widget) -> Shown:
 class KeysFooter(Footer):
     """The footer, quit first."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._updating = asyncio.Lock()
+
     def compose(self) -> ComposeResult:
         widgets = list(super().compose())
         widgets.sort(key=lambda widget: not (isinstance(widget, FooterKey) and widget.action in QUIT_ACTIONS))
@@ -47,9 +54,17 @@ class KeysFooter(Footer):
             self.call_after_refresh(self._update_keys)
 
     async def _update_keys(self) -> None:
-        """Bring the keys up to date, keeping each one that shows the same as before."""
-        if not self.is_attached:
-            return
+        """Bring the keys up to date, keeping each one that shows the same as before (one update at
+        a time: each starts from the keys the one before left)."""
+        async with self._updating:
+            if not self.is_attached or self.app.return_code is not None:
+                return
+            try:
+                await self._update_keys_now()
+            except MountError:  # the footer is leaving (the app quits): Textual's own recompose knows
+                await self.recompose()
+
+    async def _update_keys_now(self) -> None:
         wanted = list(self.compose())
         current = list(self.children)
         if [shown(widget) for widget in wanted] == [shown(widget) for widget in current]:
