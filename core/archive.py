@@ -37,7 +37,7 @@ from typing import Any
 import aiofiles
 
 from core.history.sizes import dumps
-from core.private import NO_FOLLOW, make_private_dir, private_opener
+from core.private import NO_FOLLOW, PRIVATE_FILE_MODE, make_private_dir, private_opener
 from core.text import error_line
 
 TRANSCRIPTS_DIR = ".transcripts"
@@ -112,7 +112,7 @@ class Archive:
     async def save_tool_results(self, items: list[tuple[str, str]]) -> list[str]:
         """Store many (tool_use_id, text) pairs in one trip to a worker thread; returns their paths.
 
-        Each file is written whole and never overwrites another (`_store_new_sync`); saving the
+        Each file is written whole and never overwrites another (`_store_new_at`); saving the
         same text under the same id again gives the same path. One thread hop for the batch
         instead of five aiofiles hops per file: micro_compact often saves dozens of results at
         once, and the hops, not the disk, were most of its time.
@@ -127,40 +127,55 @@ class Archive:
             raise ArchiveError(f"cannot write archive files in {TOOL_RESULTS_DIR}: {error_line(error)}") from error
 
     def _save_batch_sync(self, items: list[tuple[str, str]]) -> list[str]:
-        """Store each item, then record the batch in the manifest with one append (an OSError ends it)."""
+        """Store each item, then record the batch in the manifest with one append (an OSError ends it).
+
+        The folder is opened once (not followed if it is a link) and every file of the batch is
+        written, linked and checked relative to it, so no path is walked again per file.
+        """
         paths = []
         stored: list[tuple[Path, str, str | None, int]] = []
-        for tool_use_id, text in items:
-            base = safe_name(tool_use_id or "unknown")
-            data = text.encode("utf-8", "surrogatepass")
-            digest = hashlib.sha256(data).hexdigest()  # the collision name and the manifest share it
-            for target in (self.tool_results_dir / f"{base}.txt", self.tool_results_dir / f"{base}-{digest[:10]}.txt"):
-                if self._store_new_sync(target, data, digest):
-                    stored.append((target, digest, tool_use_id, len(data)))
-                    paths.append(self.relative(target))
-                    break
-            else:
-                self._manifest.record(stored)
-                raise ArchiveError(f"cannot archive tool result {tool_use_id!r}: name collision at {target}")
+        folder = self.tool_results_dir
+        prefix = f"{self.relative(folder)}/"
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | NO_FOLLOW)
+        try:
+            for tool_use_id, text in items:
+                base = safe_name(tool_use_id or "unknown")
+                data = text.encode("utf-8", "surrogatepass")
+                digest = hashlib.sha256(data).hexdigest()  # the collision name and the manifest share it
+                for name in (f"{base}.txt", f"{base}-{digest[:10]}.txt"):
+                    if self._store_new_at(dir_fd, name, data, digest):
+                        stored.append((folder / name, digest, tool_use_id, len(data)))
+                        paths.append(prefix + name)
+                        break
+                else:
+                    self._manifest.record(stored)
+                    raise ArchiveError(f"cannot archive tool result {tool_use_id!r}: name collision at {folder / name}")
+        finally:
+            os.close(dir_fd)
         self._manifest.record(stored)
         return paths
 
-    def _store_new_sync(self, target: Path, data: bytes, digest: str) -> bool:
-        """Write `data` to `target` atomically unless it exists (in a worker thread).
+    def _store_new_at(self, dir_fd: int, name: str, data: bytes, digest: str) -> bool:
+        """Write `data` as `name` in the folder `dir_fd` atomically unless it exists (in a worker thread).
 
-        True when `target` now holds `data` (written now or already identical), False when it
-        holds something else. The file appears whole or not at all: it is written under a
-        temporary name, then put in place by `_place_sync`, which never overwrites, so concurrent
-        writers can never clobber each other.
+        True when `name` now holds `data` (written now or already identical), False when it holds
+        something else. The file appears whole or not at all: it is written under a temporary
+        name, then linked in place, which never overwrites, so concurrent writers can never
+        clobber each other.
         """
-        temp = target.with_name(f".{target.name}.{os.getpid()}.{next(self._counter)}.tmp")
+        temp = f".{name}.{os.getpid()}.{next(self._counter)}.tmp"
+        handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW, PRIVATE_FILE_MODE, dir_fd=dir_fd)
         try:
-            with open(temp, "xb", opener=private_opener) as handle:
-                handle.write(data)
-            return _place_sync(temp, target, digest)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(handle, view):]
+            finally:
+                os.close(handle)
+            return _place_at(dir_fd, temp, name, digest)
         finally:
             with contextlib.suppress(OSError):
-                os.remove(temp)
+                os.unlink(temp, dir_fd=dir_fd)
 
     async def write_transcript(self, messages: Sequence[Any]) -> str:
         """Store a whole history as JSONL (one message per line); returns its relative path."""
@@ -504,6 +519,31 @@ def _starts_with(absolute: Path, prefix: bytes) -> bool:
             return handle.read(len(prefix)) == prefix
     except OSError:
         return False
+
+
+def _place_at(dir_fd: int, temp: str, name: str, digest: str) -> bool:
+    """`_place_sync` for names relative to the open folder `dir_fd`."""
+    try:
+        os.link(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+        return True
+    except FileExistsError:
+        pass
+    except OSError as error:
+        if error.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        try:
+            os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # filesystems without hard links
+            return True
+    try:
+        handle = os.open(name, os.O_RDONLY | NO_FOLLOW, dir_fd=dir_fd)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return False  # a link in its place is someone else's: the next name is tried
+        raise
+    with open(handle, "rb") as existing:
+        return hashlib.file_digest(existing, "sha256").hexdigest() == digest
 
 
 def _place_sync(temp: Path, target: Path, digest: str) -> bool:

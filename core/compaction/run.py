@@ -190,9 +190,16 @@ class CompactionRun:
             return unchanged(messages)
         first = min((item.index, item.block_index) for item in done)
         removed = [result_entry(step, messages, item.index, item.block_index, item.saved_path,
-                                await self._restorable(item)) for item in done]
+                                await self._restorable(item), self._measured(messages, item)) for item in done]
         await self.emit(step, before, editor.chars, len(editor.changed), files, detail(done), first, removed)
         return self.derived(messages, editor.messages, editor.splices(), editor.chars)
+
+    @staticmethod
+    def _measured(messages: Sequence[Message], item: Replacement) -> int | None:
+        """The JSON length of the content `item` replaces, when the plan measured that very block."""
+        if item.old_size is not None and messages[item.index]["content"][item.block_index] is item.block:
+            return item.old_size
+        return None
 
     async def _restorable(self, item: Replacement) -> bool:
         """`Agent.restore` would bring the result back: its archived text is not over the limit alone.
@@ -202,11 +209,14 @@ class CompactionRun:
         path = item.saved_path
         size = self._archived_sizes.get(path)
         if size is None:
-            try:
-                text = item.text if item.text is not None else await self.archive.read_text(path)
-            except ArchiveError:
-                return False
-            size = self._archived_sizes[path] = len(dumps(text))
+            if item.text is not None and item.old_size is not None and item.block.get("content") is item.text:
+                size = self._archived_sizes[path] = item.old_size  # the planned text is the content it measured
+            else:
+                try:
+                    text = item.text if item.text is not None else await self.archive.read_text(path)
+                except ArchiveError:
+                    return False
+                size = self._archived_sizes[path] = len(dumps(text))
         return size <= self.restore_limit
 
     async def save_planned(self, plan: list[Replacement]) -> list[str]:

@@ -40,11 +40,13 @@ def result_label(messages: Sequence[Message], index: int, block_index: int) -> s
 
 
 def result_entry(step: str, messages: Sequence[Message], index: int, block_index: int, path: str,
-                 restorable: bool) -> Removed:
-    """The entry of one tool result whose content a step replaced (its content in the context then)."""
+                 restorable: bool, chars: int | None = None) -> Removed:
+    """The entry of one tool result whose content a step replaced (its content in the context then);
+    `chars`: the content's JSON length when the caller has measured it already."""
     block = messages[index]["content"][block_index]
     content = block.get("content", "")
-    entry = LedgerEntry(step, 0, "tool_result", result_label(messages, index, block_index), len(dumps(content)),
+    size = len(dumps(content)) if chars is None else chars
+    entry = LedgerEntry(step, 0, "tool_result", result_label(messages, index, block_index), size,
                         None, path, restorable, tool_use_id=str(block.get("tool_use_id")))
     return entry, content
 

@@ -17,8 +17,6 @@ from textual.widget import Widget
 from core.archive import Archive, ArchivedFile, ArchiveError
 from core.text import visible
 from tui.format import plural, transcript_text
-from tui.screens.archive import ArchiveScreen
-from tui.screens.archive_list import ArchiveListScreen
 from tui.widgets.message_tree import NodeInfo
 
 SUMMARY_STEPS = ("compact_history", "reactive_compact")
@@ -53,6 +51,8 @@ class ArchiveOpener:
                 title = "Σ transcript" if archived.kind == "transcript" else "↩ archived tool result"
                 await self.open_archived(archived, title, then=self.show_list)
 
+        from tui.screens.archive_list import ArchiveListScreen  # not needed before the first frame
+
         self.host.app.push_screen(ArchiveListScreen(self.archive.list_files(), restore=self.restore), callback=chosen)
 
     def _not_archived(self, path: str, suffix: str = "") -> None:
@@ -77,6 +77,8 @@ class ArchiveOpener:
     ) -> None:
         """Push an ArchiveScreen for a trusted archive file (a transcript is rendered readably);
         `then` runs when the viewer closes."""
+        from tui.screens.archive import ArchiveScreen  # not needed before the first frame
+
         try:
             if archived.kind == "transcript":
                 messages = await self.archive.read_transcript(archived.path)
@@ -101,6 +103,8 @@ class ArchiveOpener:
 
     async def open_block(self, info: NodeInfo) -> None:
         """A block's text as it is in context now, in a viewer."""
+        from tui.screens.archive import ArchiveScreen  # not needed before the first frame
+
         where = f"#{info.index + 1}" + (f" block {info.block + 1}" if info.block is not None else "")
         await self.host.app.push_screen(ArchiveScreen(f"{where} · {info.kind} · in context now", info.text))
 

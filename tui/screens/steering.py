@@ -16,9 +16,6 @@ from core.compaction.steering import SteeringError
 from core.events import HistoryChanged, Notice
 from core.text import visible
 from tui import messages as msg
-from tui.screens.compact_prompt import CompactPromptScreen
-from tui.screens.preview import PreviewScreen
-from tui.screens.summary_review import SummaryReviewScreen
 from tui.widgets.chat_pane import ChatPane
 from tui.widgets.inspector import Inspector
 
@@ -77,6 +74,8 @@ class Steering:
         def chosen(focus: str | None) -> None:
             if focus is not None:
                 self.review_compact(focus or None)
+
+        from tui.screens.compact_prompt import CompactPromptScreen  # not needed before the first frame
 
         self.host.app.push_screen(CompactPromptScreen(), callback=chosen)
 
@@ -210,6 +209,8 @@ class Steering:
             self.host.notify(visible(str(error)), severity="error", markup=False)
             return
         forecast = self.host.inspector.preview  # the last forecast: the timing, what waits, the facts at risk
+        from tui.screens.preview import PreviewScreen  # not needed before the first frame
+
         await self.host.app.push_screen(PreviewScreen(
             steps, chars=self.agent.chars, limit=self.agent.compactor.settings.context_char_limit,
             paused=not self.agent.auto_compact, timing=forecast.timing if forecast is not None else None,
@@ -233,6 +234,8 @@ class Steering:
             return
         finally:
             host.busy = False
+        from tui.screens.summary_review import SummaryReviewScreen  # not needed before the first frame
+
         screen = SummaryReviewScreen(draft, messages=len(self.agent.messages), chars=self.agent.chars, focus=focus,
                                      review=self.agent.review_summary)
 

@@ -3,21 +3,90 @@
 Textual lays the footer's keys out in the order of the binding chain (the focused widget, then the
 screen, then the app), so the app-wide `ctrl+q` comes last and is the first key cut off at 80
 columns. Here it leads; the rest keep their order.
+
+Textual's footer recomposes every key whenever the screen's bindings are refreshed (each focus
+change, each turn's start and end); mounting a dozen keys costs the event loop tens of
+milliseconds, felt as a stutter while typing. This one leaves the keys alone when what they show is
+unchanged, and otherwise replaces only the keys that changed.
 """
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widget import MountError, Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
 QUIT_ACTIONS = ("quit", "app.quit")
 
+Shown = tuple[object, ...]
+
+
+def shown(widget: Widget) -> Shown:
+    """What a footer widget shows: equal for two widgets that would look and act the same."""
+    if isinstance(widget, FooterKey):
+        return (type(widget), widget.key, widget.key_display, widget.description, widget.action,
+                str(widget.tooltip or ""), tuple(sorted(widget.classes - {"-compact"})))  # -compact: bound to the footer
+    return (type(widget), id(widget))  # anything else (a group, a label) is never taken as unchanged
+
 
 class KeysFooter(Footer):
     """The footer, quit first."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._updating = asyncio.Lock()
 
     def compose(self) -> ComposeResult:
         widgets = list(super().compose())
         widgets.sort(key=lambda widget: not (isinstance(widget, FooterKey) and widget.action in QUIT_ACTIONS))
         yield from widgets
+
+    def bindings_changed(self, screen: Screen[object]) -> None:
+        self._bindings_ready = True
+        if not screen.app.app_focus:
+            return
+        if self.is_attached and screen is self.screen:
+            self.call_after_refresh(self._update_keys)
+
+    async def _update_keys(self) -> None:
+        """Bring the keys up to date, keeping each one that shows the same as before (one update at
+        a time: each starts from the keys the one before left)."""
+        async with self._updating:
+            if not self.is_attached or self.app.return_code is not None:
+                return
+            try:
+                await self._update_keys_now()
+            except MountError:  # the footer is leaving (the app quits): Textual's own recompose knows
+                await self.recompose()
+
+    async def _update_keys_now(self) -> None:
+        wanted = list(self.compose())
+        current = list(self.children)
+        if [shown(widget) for widget in wanted] == [shown(widget) for widget in current]:
+            return
+        keep = {shown(widget): widget for widget in current}
+        if len(keep) != len(current) or any(not isinstance(widget, FooterKey) for widget in wanted):
+            await self.recompose()
+            return
+        kept = [keep[shown(widget)] for widget in wanted if shown(widget) in keep]
+        if kept != [widget for widget in current if widget in kept]:  # the order changed: start again
+            await self.recompose()
+            return
+        with self.app.batch_update():
+            await self.remove_children([widget for widget in current if widget not in kept])
+            previous: Widget | None = None
+            for widget in wanted:
+                old = keep.get(shown(widget))
+                if old is not None:
+                    previous = old
+                    continue
+                if previous is None:
+                    await self.mount(widget, before=0) if self.children else await self.mount(widget)
+                else:
+                    await self.mount(widget, after=previous)
+                previous = widget
