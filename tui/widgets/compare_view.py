@@ -29,7 +29,7 @@ from textual.worker import Worker, WorkerState
 from core.config import Settings
 from core.engines.compare import NOTES, compare_file, header_cells, heading_lines, row_cells
 from core.text import visible
-from tui.format import one_line, short_count
+from tui.format import one_line, plural, short_count
 
 ROWS = 3  # chart rows per engine
 LEVELS = " ▁▂▃▄▅▆▇█"
@@ -104,7 +104,7 @@ class EngineTimeline(Widget):
         cuts = set(record["cuts"])
         shown, cells = self.shown(width)
         label = Content.assemble((visible(record["engine"]), "bold"),
-                                 (f" · {record['calls']} calls · peak {short_count(record['peak_tokens'])}"
+                                 (f" · {plural(record['calls'], 'call')} · peak {short_count(record['peak_tokens'])}"
                                   f" · mean {short_count(record['mean_tokens'])} · ", _DIM),
                                  self._cut_text(record["cuts"]))
         if shown.start:
