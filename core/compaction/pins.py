@@ -68,6 +68,12 @@ def carried_pins(pinned: frozenset[str], messages: Sequence[Message], request: s
     return [message for _, pair in sorted(carried, key=lambda item: item[0]) for message in pair]
 
 
+def request_pinned(pinned: frozenset[str], request: str) -> bool:
+    """The current request is a pinned user message: a summary keeps it as a message of its own after
+    itself (inside the summary's marker a pin could not follow it through the next summary)."""
+    return bool(request) and user_pin_key({"role": "user", "content": request}) in pinned
+
+
 def holding(pinned: frozenset[str], request: str, limit: int) -> str:
     """One line on what keeps the history over the limit, for the warning in a step's event."""
     if len(request) > limit:

@@ -28,7 +28,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
 
 from core.archive import Archive
-from core.compaction.pins import carried_pins, holding, is_pinned, pinned_messages
+from core.compaction.pins import carried_pins, holding, is_pinned, pinned_messages, request_pinned
 from core.compaction.plans import (
     TRANSCRIPT_PATH_ESTIMATE,
     Replacement,
@@ -406,7 +406,7 @@ class Compactor:
                     yield event
         assert summary is not None
         head = {"role": "user", "content": summary_message("Compacted", request, summary, transcript)}
-        result = [head, *carried, *request_last(carried, request)]
+        result = [head, *carried, *request_last(carried, request, request_pinned(self.pinned, request))]
         changes = (Splice(0, len(messages), tuple(result)),)
         after = self.estimate_chars(run.sized(messages, result, changes))
         if after >= before if strict else after > before and after > self.settings.context_char_limit:
@@ -453,7 +453,8 @@ class Compactor:
             head = {"role": "user", "content": summary_message("Reactive compact", request, summary, transcript)}
             carried = carried_pins(self.pinned, old_history, request)
             tail = list(messages[tail_start:])
-            readd = request_last(carried, request) if not request_visible(tail, request) else []
+            readd = request_last(carried, request, request_pinned(self.pinned, request)) \
+                if not request_visible(tail, request) else []
             added = (head, *carried, *readd)
             result = [*added, *tail]
             changes = (Splice(0, tail_start, added),)

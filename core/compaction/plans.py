@@ -176,10 +176,11 @@ def reactive_cut(messages: Sequence[Message], keep: int) -> int:
     return tail_start
 
 
-def request_last(carried: Sequence[Message], request: str) -> list[Message]:
+def request_last(carried: Sequence[Message], request: str, pinned: bool = False) -> list[Message]:
     """The current request again after what a summary carried, so that the model reads it last
-    (nothing carried: the summary message, which holds the request, is last already)."""
-    return [{"role": "user", "content": request}] if carried and request else []
+    (nothing carried: the summary message, which holds the request, is last already), and always
+    when the request is `pinned` (a pinned message survives as a message)."""
+    return [{"role": "user", "content": request}] if request and (carried or pinned) else []
 
 
 def as_list(messages: Sequence[Message]) -> list[Message]:

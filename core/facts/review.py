@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.compaction.pins import carried_pins
+from core.compaction.pins import carried_pins, request_pinned
 from core.compaction.plans import TRANSCRIPT_PATH_ESTIMATE
 from core.facts.index import escaped
 from core.facts.records import Fact, FactReport, fact_rank
@@ -47,7 +47,7 @@ def review_summary(report: FactReport, summary: str | None, messages: Sequence[M
     carried = carried_pins(pinned, messages, request)
     head = {"role": "user", "content": summary_message("Compacted", request, summary or "", TRANSCRIPT_PATH_ESTIMATE)}
     result = [head, *carried]
-    if carried and request:
+    if request and (carried or request_pinned(pinned, request)):
         result.append({"role": "user", "content": request})
     texts = [dumps(message) for message in result]
     kept: list[Fact] = []
