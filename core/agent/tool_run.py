@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from core.events import ToolOutputDelta
-from core.history.messages import INTERRUPTED
+from core.history.messages import interrupted_output
 from core.text import plural
 from core.tools import ToolBox, ToolOutput
 
@@ -78,9 +78,7 @@ class ToolRun:
 
     def interrupted_text(self) -> str:
         """The tool result of a call the cancel stopped: `[interrupted]`, then what it printed."""
-        if not self.kept_chars:
-            return INTERRUPTED
-        text = f"{INTERRUPTED} the call was stopped; what it printed before:\n" + "".join(self.kept)
+        text = interrupted_output("".join(self.kept))
         if self.dropped_chars:
             text += f"\n[… {plural(self.dropped_chars, 'more char')} not kept]"
         return text

@@ -217,6 +217,11 @@ def pairing_problems(messages: Sequence[Any]) -> list[str]:
 INTERRUPTED = "[interrupted]"
 
 
+def interrupted_output(printed: str) -> str:
+    """The result of a call a cancel stopped: `[interrupted]`, then what it printed before (if anything)."""
+    return f"{INTERRUPTED} the call was stopped; what it printed before:\n{printed}" if printed else INTERRUPTED
+
+
 def interrupted_result(tool_use_id: str, text: str = INTERRUPTED) -> Block:
     return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text, "is_error": True}
 

@@ -22,6 +22,7 @@ from textual.reactive import var
 from textual.timer import Timer
 from textual.widgets import Static
 
+from core.history.messages import interrupted_output
 from core.text import visible
 from tui.format import count, duration, one_line, plural, tool_input_summary
 from tui.widgets.line import Line
@@ -154,8 +155,7 @@ class ToolBlock(Vertical, can_focus=True):
         """The turn was cancelled while this tool ran."""
         if self.finished:
             return
-        printed = "".join(self._live)
-        text = f"[interrupted] the call was stopped; what it printed before:\n{printed}" if printed else "[interrupted]"
+        text = interrupted_output("".join(self._live))
         self.finish(text, len(text), time.monotonic() - self._started, True)
 
     def _render_header(self) -> None:
