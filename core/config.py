@@ -25,7 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from core.compaction import CompactionSettings
+from core.compaction.settings import CompactionSettings
 from core.config_ranges import RangeError, check_engine, check_ranges, range_of
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # the newest Sonnet the installed SDK lists

@@ -45,6 +45,8 @@ class Action:
     """Bound on the app (with priority) rather than on the main screen."""
     in_tree: bool = False
     """Bound on the message tree (it acts on the tree's selection) rather than on the main screen."""
+    needs_agent: bool = True
+    """It acts on the agent: disabled in the first moments, while the agent is still being built."""
 
     @property
     def name(self) -> str:
@@ -54,13 +56,13 @@ class Action:
 
 ACTIONS: tuple[Action, ...] = (
     Action("quit", "quit", "Cancel any turn, save the session and exit", key="ctrl+q", footer="Quit",
-           palette="Quit", slash="quit", app_wide=True),
+           palette="Quit", slash="quit", app_wide=True, needs_agent=False),
     Action("cancel_turn", "cancel_turn", "Cancel the running turn; the history stays valid", key="escape",
-           footer="Cancel", palette="Cancel the running turn", when="busy"),
+           footer="Cancel", palette="Cancel the running turn", when="busy", needs_agent=False),
     Action("toggle_inspector", "toggle_inspector", "Show or hide the context gauge and message tree",
-           key="ctrl+b", footer="Inspector", palette="Toggle inspector", slash="inspector"),
+           key="ctrl+b", footer="Inspector", palette="Toggle inspector", slash="inspector", needs_agent=False),
     Action("focus_tree", "focus_tree", "Move focus between the prompt and the message tree", key="ctrl+t",
-           footer="Tree", palette="Focus message tree"),
+           footer="Tree", palette="Focus message tree", needs_agent=False),
     Action("compact", "compact", "Summarise the history into one message (optional focus); review the summary first",
            key="ctrl+o",
            footer="Compact", palette="Compact context now…", slash="compact", slash_arg="focus", when="idle"),
@@ -69,15 +71,15 @@ ACTIONS: tuple[Action, ...] = (
     Action("archive", "archive", "List everything compaction saved; open one", key="ctrl+r", footer="Archive",
            palette="Archived files", slash="archive"),
     Action("toggle_tools", "toggle_tools", "Expand or collapse every tool call's input and output",
-           key="ctrl+g", footer="Tools", palette="Expand/collapse tool calls"),
+           key="ctrl+g", footer="Tools", palette="Expand/collapse tool calls", needs_agent=False),
     Action("new_session", "new_session", "Forget the history and start again (archives stay on disk)",
            key="ctrl+n", footer="New", palette="New session", slash="new", when="idle"),
     Action("inspector_narrower", "resize_inspector(-4)", "Make the inspector narrower", key="f8",
-           footer="Narrower", palette="Narrow inspector", when="inspector"),
+           footer="Narrower", palette="Narrow inspector", when="inspector", needs_agent=False),
     Action("inspector_wider", "resize_inspector(4)", "Make the inspector wider", key="f9", footer="Wider",
-           palette="Widen inspector", when="inspector"),
+           palette="Widen inspector", when="inspector", needs_agent=False),
     Action("show_help", "show_help", "Show the keys and slash commands in the chat",
-           palette="Help: keys and commands", slash="help"),
+           palette="Help: keys and commands", slash="help", needs_agent=False),
     Action("sessions", "sessions", "List this workdir's sessions and resume one", key="ctrl+s",
            palette="Sessions: resume one…", slash="sessions", when="idle"),
     # --- steering: the tree's keys run these on the selected node ---
@@ -102,19 +104,19 @@ ACTIONS: tuple[Action, ...] = (
            palette="Preview the next compaction", slash="preview", when="idle"),
     # --- the inspector's views ---
     Action("next_view", "next_view",
-           "Switch the inspector's view: message tree, breakdown, timeline, dropped, facts", key="f2", footer="View"),
+           "Switch the inspector's view: message tree, breakdown, timeline, dropped, facts", key="f2", footer="View", needs_agent=False),
     Action("show_tree", "show_view('tree')", "Show the message tree in the inspector",
-           palette="Inspector: message tree", slash="tree"),
+           palette="Inspector: message tree", slash="tree", needs_agent=False),
     Action("show_breakdown", "show_view('breakdown')", "Show what fills the context, by category, in the inspector",
-           palette="Inspector: context breakdown", slash="breakdown"),
+           palette="Inspector: context breakdown", slash="breakdown", needs_agent=False),
     Action("show_timeline", "show_view('timeline')", "Show the context of every model call in the inspector",
-           palette="Inspector: call timeline", slash="timeline"),
+           palette="Inspector: call timeline", slash="timeline", needs_agent=False),
     Action("show_dropped", "show_view('dropped')",
            "Show what compaction took out of the context, newest first; open or restore an item",
-           palette="Inspector: dropped (what compaction took)", slash="dropped"),
+           palette="Inspector: dropped (what compaction took)", slash="dropped", needs_agent=False),
     Action("show_facts", "show_view('facts')",
            "Show which of your constraints, files and errors the model can no longer see; keep a constraint",
-           key="ctrl+f", palette="Inspector: facts the model cannot see", slash="facts"),
+           key="ctrl+f", palette="Inspector: facts the model cannot see", slash="facts", needs_agent=False),
     Action("compare", "compare", "Replay this session's log under every engine: context and cost side by side",
            palette="Compare engines on this session", slash="compare", when="idle"),
 )
@@ -166,6 +168,12 @@ def availability(name: str, state: UiState) -> bool | None:
     if action.when == "inspector":
         return state.inspector_visible
     return True
+
+
+def needs_agent(name: str) -> bool:
+    """Whether the action `name` (a method name) acts on the agent (see `Action.needs_agent`)."""
+    action = BY_NAME.get(name)
+    return action is not None and action.needs_agent
 
 
 def palette_entries(state: UiState) -> list[Action]:

@@ -1,7 +1,7 @@
 """CtxApp: the app-wide part of ctxtui; the chat and the inspector live on `MainScreen`.
 
 The app owns what outlives a screen: the agent (closed, and its session flushed, however the app
-ends), quitting, the command palette provider, the theme (a theme chosen from the palette is saved
+ends; given as a `Launch`, it is built after the first frame: tui/screens/front.py), quitting, the command palette provider, the theme (a theme chosen from the palette is saved
 to the config file for the next start), and the demo to start. Everything a turn does is on
 `tui.screens.main.MainScreen`; the properties below hand its state to callers (tests, the demo).
 A screenshot (the palette's "Save screenshot") goes to the downloads folder, or to the home folder
@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from platformdirs import user_downloads_path
 from textual import events
@@ -25,15 +25,19 @@ from textual.theme import Theme
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
-from core.agent import Agent
+from core.agent.launch import Launch
 from core.text import visible
 from tui import actions
 from tui.commands import CtxCommands
-from tui.screens.main import MainScreen, permission_mode
+from tui.screens.front import front_of, permission_mode
+from tui.screens.main import MainScreen
 from tui.startup import resume_collector
 from tui.widgets.chat_pane import ChatPane
 from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.message_tree import MessageTree
+
+if TYPE_CHECKING:
+    from core.agent import Agent
 
 
 class CtxApp(App[None]):
@@ -46,13 +50,13 @@ class CtxApp(App[None]):
 
     def __init__(
         self,
-        agent: Agent,
+        agent: Agent | Launch,
         demo_commands: list[str] | None = None,
         demo_pause: float = 0.4,
         theme: str | None = None,
     ) -> None:
         super().__init__()
-        self.agent = agent
+        self._given = agent
         self._theme_problem = self._start_theme(theme)
         self._saved_theme = self.theme
         self._theme_timer: Timer | None = None
@@ -63,8 +67,25 @@ class CtxApp(App[None]):
         self._agent_closed = False
 
     def get_default_screen(self) -> Screen[None]:
-        self._main = MainScreen(self.agent)
+        self._main = MainScreen(self._given)
         return self._main
+
+    @property
+    def built_agent(self) -> Agent | None:
+        """The agent, or None before it is built (or when its build failed)."""
+        if not isinstance(self._given, Launch):
+            return self._given
+        return self._main.built_agent if self._main is not None else None
+
+    @property
+    def start_failure(self) -> str | None:
+        """Why the agent could not be built after the first frame (the app has ended), else None."""
+        return self._main.start_failure if self._main is not None else None
+
+    @property
+    def agent(self) -> Agent:
+        """The agent (given, or built after the first frame: RuntimeError until then)."""
+        return self.main.agent if isinstance(self._given, Launch) else self._given
 
     @property
     def main(self) -> MainScreen:
@@ -121,7 +142,11 @@ class CtxApp(App[None]):
     @property
     def permission_mode(self) -> str:
         """"preset" (--yes), "session" (bash allowed for this session) or "ask"."""
-        return permission_mode(self.agent)
+        if self._main is not None:
+            return permission_mode(self.main.built_agent, self.main.front)
+        given = self._given
+        return permission_mode(None if isinstance(given, Launch) else given,
+                               front_of(given) if isinstance(given, Launch) else None)
 
     async def submit(self, text: str) -> bool:
         """Run `text` as a user turn (or a slash command). False when a turn is already running."""
@@ -216,8 +241,14 @@ class CtxApp(App[None]):
         if self._agent_closed:
             return
         self._agent_closed = True
+        if self.built_agent is None and self._main is not None:
+            with contextlib.suppress(Exception):  # quit in the first moments: the agent being built is closed too
+                await asyncio.wait_for(self._main.agent_settled.wait(), timeout=5)
+        agent = self.built_agent
+        if agent is None:
+            return
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.agent.aclose(), timeout=5)
+            await asyncio.wait_for(agent.aclose(), timeout=5)
 
     async def on_unmount(self) -> None:
         """However the app ends (quit, crash, ctrl+c twice), the session is flushed."""

@@ -2,16 +2,19 @@
 
 The turn worker (`MainScreen.drive`) turns every `core.events` event into the matching message here
 and posts it to the main screen; handlers are `@on(...)` methods on `MainScreen`. Wrapping (rather than re-declaring the fields)
-keeps the core's dataclasses the single source of truth.
+keeps the core's dataclasses the single source of truth. The wrappers are plain classes (one
+generic `EventMessage`), not dataclasses: eighteen dataclasses cost the app's start ~10 ms.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from textual.message import Message
 
 from core import events as core
+
+E = TypeVar("E")
 
 
 class TurnMessage(Message, bubble=False):
@@ -19,101 +22,95 @@ class TurnMessage(Message, bubble=False):
     (each subclass says `bubble=False` again: Textual resets it per class)."""
 
 
-@dataclass
-class TurnStarted(TurnMessage, bubble=False):
-    event: core.TurnStarted
+class EventMessage(TurnMessage, Generic[E], bubble=False):
+    """One core event, as it came (`event`)."""
+
+    def __init__(self, event: E) -> None:
+        super().__init__()
+        self.event = event
 
 
-@dataclass
-class TextDelta(TurnMessage, bubble=False):
-    event: core.TextDelta
+class TurnStarted(EventMessage["core.TurnStarted"], bubble=False):
+    pass
 
 
-@dataclass
-class AssistantMessage(TurnMessage, bubble=False):
-    event: core.AssistantMessage
+class TextDelta(EventMessage["core.TextDelta"], bubble=False):
+    pass
 
 
-@dataclass
-class ToolCallStarted(TurnMessage, bubble=False):
-    event: core.ToolCallStarted
+class AssistantMessage(EventMessage["core.AssistantMessage"], bubble=False):
+    pass
 
 
-@dataclass
-class PermissionRequested(TurnMessage, bubble=False):
-    event: core.PermissionRequested
+class ToolCallStarted(EventMessage["core.ToolCallStarted"], bubble=False):
+    pass
 
 
-@dataclass
-class ToolOutputDelta(TurnMessage, bubble=False):
-    event: core.ToolOutputDelta
+class PermissionRequested(EventMessage["core.PermissionRequested"], bubble=False):
+    pass
 
 
-@dataclass
-class ToolCallFinished(TurnMessage, bubble=False):
-    event: core.ToolCallFinished
+class ToolOutputDelta(EventMessage["core.ToolOutputDelta"], bubble=False):
+    pass
 
 
-@dataclass
-class CompactionStep(TurnMessage, bubble=False):
-    event: core.CompactionStep
+class ToolCallFinished(EventMessage["core.ToolCallFinished"], bubble=False):
+    pass
 
 
-@dataclass
-class CompactionHeld(TurnMessage, bubble=False):
-    event: core.CompactionHeld
+class CompactionStep(EventMessage["core.CompactionStep"], bubble=False):
+    pass
 
 
-@dataclass
-class ContextMeasured(TurnMessage, bubble=False):
-    event: core.ContextMeasured
+class CompactionHeld(EventMessage["core.CompactionHeld"], bubble=False):
+    pass
 
 
-@dataclass
-class ContextSampled(TurnMessage, bubble=False):
-    event: core.ContextSampled
+class ContextMeasured(EventMessage["core.ContextMeasured"], bubble=False):
+    pass
 
 
-@dataclass
-class HistoryChanged(TurnMessage, bubble=False):
-    event: core.HistoryChanged
+class ContextSampled(EventMessage["core.ContextSampled"], bubble=False):
+    pass
 
 
-@dataclass
-class Notice(TurnMessage, bubble=False):
-    event: core.Notice
+class HistoryChanged(EventMessage["core.HistoryChanged"], bubble=False):
+    pass
 
 
-@dataclass
-class ErrorEvent(TurnMessage, bubble=False):
-    event: core.ErrorEvent
+class Notice(EventMessage["core.Notice"], bubble=False):
+    pass
 
 
-@dataclass
-class TurnFinished(TurnMessage, bubble=False):
-    event: core.TurnFinished
+class ErrorEvent(EventMessage["core.ErrorEvent"], bubble=False):
+    pass
 
 
-@dataclass
+class TurnFinished(EventMessage["core.TurnFinished"], bubble=False):
+    pass
+
+
 class TurnCancelled(TurnMessage, bubble=False):
     """The user cancelled the running turn; the core has already repaired the history."""
 
 
-@dataclass
 class TurnCrashed(TurnMessage, bubble=False):
     """The turn worker raised something the core did not turn into an ErrorEvent."""
 
-    error: str
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
 
 
-@dataclass
 class TurnEnded(TurnMessage, bubble=False):
     """The turn worker is done (finished, failed or cancelled): time for exact figures."""
 
-    cancelled: bool = False
+    def __init__(self, cancelled: bool = False) -> None:
+        super().__init__()
+        self.cancelled = cancelled
 
 
-_WRAPPERS: dict[type, type[TurnMessage]] = {
+_WRAPPERS: dict[type, type[EventMessage[Any]]] = {
     core.TurnStarted: TurnStarted,
     core.TextDelta: TextDelta,
     core.AssistantMessage: AssistantMessage,
@@ -135,4 +132,4 @@ _WRAPPERS: dict[type, type[TurnMessage]] = {
 def wrap(event: core.AgentEvent) -> TurnMessage | None:
     """The Textual message for a core event (None for an event type this UI does not know)."""
     wrapper = _WRAPPERS.get(type(event))
-    return wrapper(event) if wrapper is not None else None  # type: ignore[call-arg]
+    return wrapper(event) if wrapper is not None else None

@@ -124,10 +124,10 @@ class Agent:
         self._announce: Notice | None = None  # said once, at the start of the first turn
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, model: Model | None = None, allow_all: bool | None = None) -> Agent:
-        """Build the whole stack from settings: model (offline without a key), tools, archive, session;
-        with `--resume`, the chosen session's history, pins and undo records."""
-        stack = build_stack(settings, model)
+    def from_settings(cls, settings: Settings, *, model: Model | None = None, allow_all: bool | None = None,
+                      archive: Archive | None = None) -> Agent:
+        """The whole stack from settings (core/agent/build.py); `archive`: one a first frame shows already."""
+        stack = build_stack(settings, model, archive)
         agent = cls(stack.model, stack.toolbox, stack.compactor, settings=stack.settings, session=stack.session,
                     messages=stack.replay.messages, allow_all=allow_all)
         agent.keeper.take_over(stack.replay.compactions, stack.replay.pins, stack.replay.ledger)

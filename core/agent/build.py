@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.agent.launch import model_label
 from core.archive import Archive
 from core.compaction.pipeline import Compactor
 from core.compaction.summary import Summarize
@@ -47,13 +48,14 @@ class Stack:
     resumed: Path | None
 
 
-def build_stack(settings: Settings, model: Model | None = None) -> Stack:
+def build_stack(settings: Settings, model: Model | None = None, archive: Archive | None = None) -> Stack:
     """The parts of an agent for `settings` (offline model without a key; with `--resume`, the
-    session it continues, replayed once: ResumeError when there is none to continue)."""
+    session it continues, replayed once: ResumeError when there is none to continue); `archive`,
+    when given, is the one a first frame already shows (core/agent/launch.py)."""
     workdir = settings.workdir.resolve()
     settings = dataclasses.replace(settings, workdir=workdir)
     model = model or make_model(settings)
-    archive = Archive(workdir)
+    archive = archive if archive is not None else Archive(workdir)
     toolbox = ToolBox(
         Workspace(workdir),
         bash_timeout=settings.bash_timeout,
@@ -91,8 +93,7 @@ def make_model(settings: Settings) -> Model:
     if settings.use_offline:
         from core.model.offline import OfflineModel
 
-        why = "offline model (--offline)" if settings.offline else "offline model (no API key)"
-        return OfflineModel(chunk_delay=settings.offline_chunk_delay, label=why)
+        return OfflineModel(chunk_delay=settings.offline_chunk_delay, label=model_label(settings))
     from core.model.anthropic import AnthropicModel
 
     return AnthropicModel(

@@ -12,7 +12,18 @@ The contract names (DESIGN.md) are importable from here: `Compactor`, `Compactio
 
 from __future__ import annotations
 
-from core.compaction.pipeline import Compactor
-from core.compaction.settings import CompactionError, CompactionSettings
+from typing import TYPE_CHECKING
+
+from core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from core.compaction.pipeline import Compactor
+    from core.compaction.settings import CompactionError, CompactionSettings
+
+__getattr__ = lazy_exports(__name__, {
+    "Compactor": "core.compaction.pipeline",
+    "CompactionError": "core.compaction.settings",
+    "CompactionSettings": "core.compaction.settings",
+})
 
 __all__ = ["CompactionError", "CompactionSettings", "Compactor"]

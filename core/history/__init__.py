@@ -14,8 +14,19 @@ The contract names (DESIGN.md) are importable from here: `estimate_chars`, `brea
 
 from __future__ import annotations
 
-from core.history.categories import breakdown
-from core.history.messages import pairing_problems
-from core.history.sizes import estimate_chars
+from typing import TYPE_CHECKING
+
+from core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from core.history.categories import breakdown
+    from core.history.messages import pairing_problems
+    from core.history.sizes import estimate_chars
+
+__getattr__ = lazy_exports(__name__, {
+    "breakdown": "core.history.categories",
+    "pairing_problems": "core.history.messages",
+    "estimate_chars": "core.history.sizes",
+})
 
 __all__ = ["breakdown", "estimate_chars", "pairing_problems"]

@@ -22,6 +22,7 @@ from core.usage.cache import CacheTracker
 from core.usage.fingerprint import Fingerprinter, PrefixPrint
 from core.usage.miss import CacheMiss
 from core.usage.prices import Usage
+from core.usage.timeline import CLIENT_COMPACTION as CLIENT_COMPACTION  # re-exported for core.proxy.watch
 from core.usage.timeline import ContextSample
 
 Message = dict[str, Any]
@@ -154,10 +155,6 @@ def compare_calls(earlier: ProxyCall, later: ProxyCall) -> RequestDiff:
     if later.diff.previous == earlier.id:
         return later.diff
     return diff_request(earlier, later.messages, later.system, later.tools, later.model)[1]
-
-
-CLIENT_COMPACTION = "client compaction"
-"""The step a sample names when the client compacted its history before this call."""
 
 
 def call_sample(call: ProxyCall, previous: ProxyCall | None = None) -> ContextSample:

@@ -17,6 +17,10 @@ from core.usage.prices import CostParts, Price, Usage
 CountSource = Literal["api", "estimate"]
 
 
+CLIENT_COMPACTION = "client compaction"
+"""The step a sample names when the client compacted its history before this call (the proxy's calls)."""
+
+
 @dataclass(frozen=True)
 class TokenCount:
     """The token size of the next request: exact from `count_tokens`, or the tiktoken estimate.

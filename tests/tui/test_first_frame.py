@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import html
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -24,6 +26,7 @@ from typing import Any
 import pytest
 
 from core.agent import Agent
+from core.agent.launch import Launch
 from core.config import Settings
 from core.sessions.log import SessionLog
 from tests.support.pilot import settled, wait_for
@@ -35,7 +38,10 @@ from tui.widgets.chat_blocks import AssistantBlock, NoticeLine, UserBlock
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLAY_NOTICE = "the chat shows the conversation"
-HEAVY = ("anthropic", "tiktoken", "markdown_it", "pydantic", "textual.widgets._markdown", "tui.widgets.assistant_block")
+HEAVY = ("anthropic", "tiktoken", "markdown_it", "pydantic", "textual.widgets._markdown", "tui.widgets.assistant_block",
+         "core.agent.agent", "core.compaction.pipeline", "core.tools.toolbox")
+"""Not imported before the first frame: the SDK, the tokenizer, Markdown, the agent and its pipeline
+and tools (built after it)."""
 
 DRIVER = r"""
 import asyncio, gc, html, json, re, sys, time
@@ -63,7 +69,8 @@ async def later(app):
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         welcome = [block for block in app.chat.transcript.children if block.has_class("welcome")]
-        if welcome and app.agent.tokens.loaded:
+        agent = app.built_agent  # a fresh session's agent is built after the first frame
+        if welcome and agent is not None and agent.tokens.loaded:
             break
         await asyncio.sleep(0.05)
     seen["later"] = sorted(sys.modules)
@@ -100,6 +107,7 @@ def check_first_frame(seen: dict[str, Any], workdir: str) -> None:
     first, later = seen["at_first_frame"], seen["later"]
     assert [name for name in HEAVY if loaded(first, name)] == []
     assert loaded(later, "markdown_it") and loaded(later, "tiktoken")  # the deferred work did run
+    assert loaded(later, "core.agent.agent")
     assert seen["welcome"] and "inspector" in seen["welcome"][0]
     # the cyclic collector waits for the first frame (tui/startup.py), then runs again
     assert seen["collector_at_first_frame"] is False and seen["collector_later"] is True
@@ -272,3 +280,82 @@ def test_in_a_real_terminal_keys_sent_with_the_first_frame_are_kept(tmp_path: Pa
     finally:
         tmux.kill_server()
         subprocess.run(["rm", "-rf", str(root)], check=False)
+
+
+# --- a fresh session's agent is built after the first frame (core/agent/launch.py) -----------------
+
+
+def hold_the_build(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """Make `Launch.build` wait for the returned event (a slow machine, stretched)."""
+    gate = asyncio.Event()
+    original = Launch.build
+
+    async def held(self: Launch) -> Agent:
+        await gate.wait()
+        return await original(self)
+
+    monkeypatch.setattr(Launch, "build", held)
+    return gate
+
+
+async def test_before_the_agent_is_built_the_screen_is_whole_and_a_message_waits_for_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a.txt").write_text("alpha line\n", encoding="utf-8")
+    gate = hold_the_build(monkeypatch)
+    app = CtxApp(Launch.of(Settings(workdir=tmp_path, offline=True, yes=True)))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: bool(app.chat.transcript.query(".welcome")))
+        main = app.main
+        assert main.starting and app.built_agent is None
+        screen = html.unescape(re.sub(r"<[^>]+>", "", app.export_screenshot())).replace("\xa0", " ")
+        for text in ("Message the agent", "Context", "50,000", "Messages", tmp_path.name, "offline model"):
+            assert text in screen, text
+        assert main.check_action("undo", ()) is None and main.check_action("toggle_inspector", ()) is True
+        assert app.permission_mode == "preset"
+        await pilot.press(*"read a.txt", "enter")
+        await pilot.pause(0.2)
+        assert app.turns_completed == 0 and not app.chat.transcript.query(UserBlock)  # it waits for the agent
+        gate.set()
+        await settled(pilot, app, 1)
+        assert not main.starting and app.agent is app.built_agent
+        assert main.check_action("undo", ()) is True
+        assert [block.text for block in app.chat.transcript.query(UserBlock)] == ["read a.txt"]
+        assert [message["role"] for message in app.agent.messages][:1] == ["user"]
+        assert app.agent.archive is main.front.inspector.archive  # the tree resolves through the agent's own
+        await app.action_quit()
+    assert app.built_agent is not None and app.built_agent.session is not None
+    assert app.built_agent.session.path.is_file()  # flushed when the app ended
+
+
+async def test_an_agent_that_cannot_be_built_ends_the_app_with_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def broken(self: Launch) -> Agent:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Launch, "build", broken)
+    app = CtxApp(Launch.of(Settings(workdir=tmp_path, offline=True)))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: app.return_code is not None)
+    assert app.return_code == 1
+    assert app.start_failure is not None and "No space left on device" in app.start_failure
+    assert "\n" not in app.start_failure and app.built_agent is None
+
+
+async def test_quitting_while_the_agent_is_built_closes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = hold_the_build(monkeypatch)
+    closed: list[Agent] = []
+    original_close = Agent.aclose
+
+    async def recorded(self: Agent) -> None:
+        closed.append(self)
+        await original_close(self)
+
+    monkeypatch.setattr(Agent, "aclose", recorded)
+    app = CtxApp(Launch.of(Settings(workdir=tmp_path, offline=True)))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: bool(app.chat.transcript.query(".welcome")))
+        quitting = asyncio.ensure_future(app.action_quit())
+        await pilot.pause(0.1)
+        gate.set()
+        await quitting
+    assert closed and closed[0] is app.built_agent

@@ -169,9 +169,9 @@ def _print_err(line: str) -> None:
 
 
 def run_tui(settings: Any, demo: bool) -> int:
-    from core.agent import Agent
-    from core.model.base import ModelError
-    from core.sessions.listing import ResumeError
+    """The TUI. A fresh session's agent is built after the first frame (core/agent/launch.py); a
+    resumed one, and the demo's, before the app starts (their first frame shows their history)."""
+    from core.agent.launch import Launch
 
     demo_commands: list[str] | None = None
     if demo:
@@ -179,22 +179,31 @@ def run_tui(settings: Any, demo: bool) -> int:
 
         asyncio.run(build_demo_workspace(settings.workdir))
         demo_commands = list(DEMO_COMMANDS)
-    try:
-        agent = Agent.from_settings(settings)
-    except ModelError as error:
-        _print_err(f"ctxtui: {error}")
-        return EXIT_MODEL_ERROR
-    except ResumeError as error:
-        _print_err(f"ctxtui: error: {error}")
-        return EXIT_USAGE
+    given: Any = Launch.of(settings)
+    if demo or settings.resume:
+        from core.agent import Agent
+        from core.model.base import ModelError
+        from core.sessions.listing import ResumeError
+
+        try:
+            given = Agent.from_settings(settings)
+        except ModelError as error:
+            _print_err(f"ctxtui: {error}")
+            return EXIT_MODEL_ERROR
+        except ResumeError as error:
+            _print_err(f"ctxtui: error: {error}")
+            return EXIT_USAGE
     from tui.app import CtxApp
 
-    app = CtxApp(agent, demo_commands=demo_commands, theme=settings.theme)
+    app = CtxApp(given, demo_commands=demo_commands, theme=settings.theme)
     try:
         app.run()
     finally:
         # Said after the app has left the screen, so it stays visible in the terminal.
-        if agent.session is not None and (failure := agent.session.failure()):
+        if app.start_failure is not None:
+            _print_err(f"ctxtui: {app.start_failure}")
+        agent = app.built_agent
+        if agent is not None and agent.session is not None and (failure := agent.session.failure()):
             _print_err(f"ctxtui: this session was not saved completely: {failure}")
         if demo:
             _print_err(f"ctxtui: the demo's workdir is kept at {settings.workdir} (remove it when done)")

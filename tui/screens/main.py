@@ -7,6 +7,9 @@ to the chat and the inspector, whose widgets apply what the event carries (the h
 the call's sample and the session's cost). Nothing here reads the agent back during a turn. The
 screen holds its parts: the `Inspector` widget (every figure and view of the context) and
 `Steering` (the user's actions on the context); the actions themselves come from `tui.actions`.
+Given a `Launch` instead of an agent, the screen draws its first frame from the settings and builds
+the agent right after (tui/screens/front.py); until then the keys that need the agent are disabled
+and a message sent waits for it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Sequence
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -25,29 +28,32 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher
 
-from core.agent import Agent
+from core.agent.launch import Launch
 from core.archive import ArchiveError
-from core.compaction.steering import SteeringError
 from core.events import AgentEvent
-from core.sessions.listing import SessionInfo, list_sessions
 from core.text import visible
 from tui import actions
 from tui import messages as msg
 from tui.format import count, plural
+from tui.screens.front import PERMISSION_TEXT, front_of, permission_mode, welcome_text
 from tui.screens.oversize import OversizeScreen
 from tui.screens.permission import PermissionScreen
-from tui.screens.sessions import SessionsScreen
+from tui.screens.session_switch import SessionSwitch
 from tui.screens.steering import STEERING_WITH_ARGUMENT, Steering
 from tui.widgets.breakdown import BreakdownView
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_pane import ChatPane
 from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.facts_view import FactsView, lost_constraints_hint
-from tui.widgets.inspector import Inspector, InspectorStart, request_extra
+from tui.widgets.inspector import Inspector, request_extra
 from tui.widgets.keys_footer import KeysFooter
 from tui.widgets.message_tree import MessageTree
 from tui.widgets.timeline import TimelineView
 from tui.widgets.title_bar import TitleBar
+
+if TYPE_CHECKING:
+    from core.agent import Agent
+    from core.sessions.listing import SessionInfo
 
 NARROW_WIDTH = 110
 SHORT_HEIGHT = 34
@@ -61,13 +67,6 @@ class DemoScript(Protocol):
     async def __call__(self, screen: MainScreen, commands: list[str], pause: float) -> None: ...
 
 
-def permission_mode(agent: Agent) -> str:
-    """"preset" (--yes), "session" (bash allowed for this session) or "ask"."""
-    if agent.allow_all:
-        return "preset"
-    return "session" if "bash" in agent.allowed_for_session else "ask"
-
-
 class MainScreen(Screen[None]):
     """The layout, the actions of `tui.actions` and the routing of the core's events."""
 
@@ -77,38 +76,60 @@ class MainScreen(Screen[None]):
     inspector_visible: reactive[bool] = reactive(True)
     inspector_width: reactive[int] = reactive(60)
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent | Launch) -> None:
         super().__init__(id="main-screen")
-        self.agent = agent
+        self.launch = agent if isinstance(agent, Launch) else None
+        """The agent still to build after the first frame (None: the screen was given a built one)."""
+        self._agent = None if isinstance(agent, Launch) else agent
+        self.front = front_of(agent)
+        self.agent_ready = asyncio.Event()
+        """Set once the agent is built (at once when the screen was given one)."""
+        self.agent_settled = asyncio.Event()
+        """Set once the agent is built or its build has failed (quitting waits for it)."""
+        self.start_failure: str | None = None
+        """Why the agent could not be built (the app then ends; the CLI prints this line)."""
+        if self._agent is not None:
+            self.agent_ready.set()
+            self.agent_settled.set()
         self.turn_idle = asyncio.Event()
         """Set while no turn runs (tests and the demo wait on it)."""
         self.turn_idle.set()
         self.turns_completed = 0
         self.steering = Steering(self)
+        self.sessions = SessionSwitch(self)
         self._activity = "idle"
         """What the running turn is doing (the title bar and the chat's busy line show it)."""
         self._inspector_choice: bool | None = None
         """The user's show/hide choice for the inspector (None: follow the terminal's width)."""
         self._width_choice: int | None = None
-        self._history_at_start = (list(agent.messages), agent.chars)
+        self._history_at_start = (self.front.inspector.messages, self.front.inspector.chars)
         """What the chat shows after the first frame (a message sent before then is shown as it is sent)."""
+
+    @property
+    def agent(self) -> Agent:
+        """The agent (RuntimeError while it is still being built: wait on `agent_ready`)."""
+        if self._agent is None:
+            raise RuntimeError("the agent is still starting")
+        return self._agent
+
+    @property
+    def built_agent(self) -> Agent | None:
+        """The agent, or None while it is still being built (or if its build failed)."""
+        return self._agent
+
+    @property
+    def starting(self) -> bool:
+        """The agent is still being built: the keys that need it are disabled."""
+        return self._agent is None
 
     # --- layout ---------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        agent = self.agent
-        settings = agent.compactor.settings
-        messages, chars = self._history_at_start
-        start = InspectorStart(
-            archive=agent.archive, messages=messages, chars=chars, limit=settings.context_char_limit,
-            target_ratio=settings.micro_target_ratio, offline=agent.model.offline, paused=not agent.auto_compact,
-            samples=agent.timeline, request_extra=request_extra(agent.system_prompt, agent.toolbox.schemas),
-            ledger=agent.ledger, facts=agent.facts().facts,
-        )
-        yield TitleBar(str(agent.toolbox.workspace.root), agent.model.label, agent.model.offline)
+        front = self.front
+        yield TitleBar(front.workdir, front.label, front.offline)
         with Horizontal(id="main"):
             yield ChatPane(id="chat")
-            yield Inspector(start, agent, id="inspector")
+            yield Inspector(front.inspector, self._agent, id="inspector")
         yield ContextGauge(compact=True, id="mini-gauge")
         yield KeysFooter(compact=True)
 
@@ -143,7 +164,7 @@ class MainScreen(Screen[None]):
     async def on_mount(self) -> None:
         self.gauge.mirror = self.query_one("#mini-gauge", ContextGauge)
         self.layout_for(self.app.size)
-        self._show_activity()
+        self.show_activity()
         self.chat.input.focus()
 
     async def after_first_frame(self) -> None:
@@ -151,33 +172,37 @@ class MainScreen(Screen[None]):
         Ready event): the chat's first blocks (Markdown), the model's window and the first forecast."""
         messages, chars = self._history_at_start
         if messages:
-            await self._replay(messages, chars)
+            await self.replay_history(messages, chars)
         else:
-            await self.chat.add_welcome(self._welcome())
+            await self.chat.add_welcome(welcome_text(self.front))
+        if self.launch is not None and self._agent is None and not await self._build(self.launch):
+            return
         self.inspector.begin()
 
-    async def _replay(self, messages: Sequence[dict[str, Any]], chars: int) -> None:
+    async def _build(self, launch: Launch) -> bool:
+        """Build the agent of `launch` (its imports in a thread: keys keep working); a failure ends the
+        app with its one line (the CLI prints it once the terminal is back)."""
+        try:
+            agent = await launch.build()
+        except Exception as error:
+            self.start_failure = f"the agent could not start: {type(error).__name__}: {error}"
+            self.agent_settled.set()
+            self.app.exit(return_code=1)
+            return False
+        self._agent = agent
+        self.inspector.attach(agent, request_extra(agent.system_prompt, agent.toolbox.schemas))
+        self.agent_ready.set()
+        self.agent_settled.set()
+        self.refresh_bindings()
+        self.show_activity()
+        return True
+
+    async def replay_history(self, messages: Sequence[dict[str, Any]], chars: int) -> None:
         where = f" from {self.agent.resumed_from}" if self.agent.resumed_from else ""
         await self.chat.replay(list(messages), notice=(
             f"resumed {plural(len(messages), 'message')} ({count(chars)} chars){where}: "
             "the chat shows the conversation, the inspector what sits in context"
         ))
-
-    def _welcome(self) -> str:
-        model = self.agent.model
-        if model.offline:
-            first = (
-                f"**{model.label[:1].upper()}{model.label[1:]}**: it understands `help`, `read PATH`, `$ CMD`, "
-                "`glob PATTERN`, `write PATH` + text, `compact [focus]` and runs the real tools. "
-                "Set `ANTHROPIC_API_KEY` (without `--offline`) to talk to Claude."
-            )
-        else:
-            first = f"Talking to **{model.name}**. Ask for anything in `{self.agent.toolbox.workspace.root}`."
-        return (
-            f"{first}\n\nThe inspector shows what sits in the model's context and what compaction did to it: "
-            "`ctrl+t` browses the messages, `enter` opens what a marker points at. "
-            "`ctrl+p` lists every command, `/help` the keys."
-        )
 
     def on_resize(self, event: events.Resize) -> None:
         """Lay out for the new size (the event's, not `self.size`, which may still be the old one)."""
@@ -205,13 +230,11 @@ class MainScreen(Screen[None]):
 
     def watch_busy(self, busy: bool) -> None:
         self.chat.set_busy(busy, self._activity)
-        self._show_activity()
+        self.show_activity()
         self.refresh_bindings()
 
-    def _show_activity(self) -> None:
-        bash = {"ask": "bash: ask", "session": "bash: allowed this session", "preset": "bash: pre-approved"}[
-            permission_mode(self.agent)
-        ]
+    def show_activity(self) -> None:
+        bash = PERMISSION_TEXT[permission_mode(self._agent, self.front)]
         state = self._activity if self.busy else "idle"
         self.query_one(TitleBar).set_state(f"{state} · {bash}", self.busy)
 
@@ -244,6 +267,7 @@ class MainScreen(Screen[None]):
     async def submit(self, text: str) -> bool:
         """Run `text` as a user turn (or a slash command). False when a turn is already running.
         A message larger than the whole context limit is asked about first (`OversizeScreen`)."""
+        await self.agent_ready.wait()  # sent in the first moments: it goes once the agent is built
         stripped = text.strip()
         if stripped.startswith("/") and await self._slash(stripped):
             return True
@@ -335,7 +359,10 @@ class MainScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in actions.BY_NAME and self.app.screen is not self:
             return False  # a dialog is up: the footer below it shows none of these keys
-        return actions.availability(action, self)
+        available = actions.availability(action, self)
+        if available and self.starting and actions.needs_agent(action):
+            return None  # shown, disabled until the agent is built
+        return available
 
     def on_screen_suspend(self) -> None:
         self.refresh_bindings()
@@ -376,12 +403,13 @@ class MainScreen(Screen[None]):
         self.inspector.opener.show_list()
 
     # the inspector's views
-    def action_next_view(self) -> None:
+    async def action_next_view(self) -> None:
         """f2: the inspector's views in turn (tree, breakdown, timeline, dropped, facts), then the tree."""
-        self.action_show_view(self.inspector.next_view)
+        await self.action_show_view(self.inspector.next_view)
 
-    def action_show_view(self, name: str) -> None:
+    async def action_show_view(self, name: str) -> None:
         self._show_inspector()
+        await self.inspector.mount_views()
         self.inspector.show_view(name, focus=True)
 
     # steering (tui/screens/steering.py)
@@ -415,64 +443,30 @@ class MainScreen(Screen[None]):
     async def action_preview(self) -> None:
         await self.steering.preview()
 
-    # sessions
+    # sessions (tui/screens/session_switch.py)
     async def action_new_session(self) -> None:
         """ctrl+n: a new, empty session (archives and old sessions stay on disk)."""
-        if self.busy:
-            self.notify("A turn is running: press esc to cancel it first.", severity="warning")
-            return
-        changed = self.agent.new_session()
-        await self.chat.clear()
-        self.inspector.session_started()
-        self.post_message(msg.HistoryChanged(changed))
-        await self.chat.add_notice("new session: the history is empty (archived files stay on disk)")
-        self._show_activity()
-        self.chat.input.focus()
+        await self.sessions.new_session()
 
     async def action_compare(self) -> None:
-        """/compare: this session's log replayed under every engine (tui/screens/compare.py)."""
-        from tui.screens.compare import CompareScreen
-
-        session = self.agent.session
-        if session is None or not await asyncio.to_thread(session.path.is_file):
-            self.notify("/compare replays this session's log: nothing has been recorded yet", severity="warning")
-            return
-        await self.app.push_screen(CompareScreen(session.path, self.agent.settings))
+        """/compare: this session's log replayed under every engine."""
+        await self.sessions.compare()
 
     async def action_sessions(self) -> None:
         """ctrl+s: list this workdir's sessions; the one chosen is resumed here."""
-        if self.busy:
-            self.notify("A turn is running: press esc to cancel it first.", severity="warning")
-            return
-        sessions = await asyncio.to_thread(list_sessions, self.agent.settings.state_dir)
-        current = self.agent.session.path if self.agent.session is not None else None
-
-        async def chosen(info: SessionInfo | None) -> None:
-            if info is not None:
-                await self.resume_session(info)
-
-        await self.app.push_screen(SessionsScreen(sessions, current), callback=chosen)
+        await self.sessions.sessions()
 
     async def resume_session(self, info: SessionInfo) -> None:
         """Make the session `info` describes the running one and show it as `--resume` would."""
-        try:
-            changed = await self.agent.resume(info.path)
-        except (SteeringError, OSError) as error:
-            self.notify(visible(f"cannot resume {info.path.name}: {error}"), severity="error", markup=False)
-            return
-        await self.chat.clear()
-        self.chat.input.prompt_history.clear()
-        self.inspector.session_started()
-        self.post_message(msg.HistoryChanged(changed))
-        replayed = [message for change in changed.changes for message in change.added]
-        await self._replay(replayed, changed.chars)
-        self._show_activity()
-        self.chat.input.focus()
+        await self.sessions.resume(info)
 
     # --- routing: one handler per message -----------------------------------------------------------
 
     @on(ChatInput.Submitted)
     async def _submitted(self, event: ChatInput.Submitted) -> None:
+        if self.starting:  # sent in the first moments: it waits for the agent without holding this screen
+            self.run_worker(self.submit(event.text), group="send", exit_on_error=False, description="send")
+            return
         await self.submit(event.text)
 
     @on(msg.TextDelta)
@@ -498,7 +492,7 @@ class MainScreen(Screen[None]):
 
         def answered(_: str | None) -> None:
             self._set_asking(False)
-            self._show_activity()
+            self.show_activity()
 
         await self.app.push_screen(PermissionScreen(message.event), callback=answered)
 
@@ -565,7 +559,7 @@ class MainScreen(Screen[None]):
         self.inspector.turn_ended()
         self.busy = False
         self._activity = "idle"
-        self._show_activity()
+        self.show_activity()
         self.turns_completed += 1
         self.turn_idle.set()
 

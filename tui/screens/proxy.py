@@ -176,7 +176,7 @@ class ProxyScreen(Screen[None]):
         self.context.follow(call)
         if shown is not None and call.diff.previous == shown.id:
             self.inspector.history_changed(call.diff.history_changed(call.messages))
-            self.inspector.timeline_view.add_sample(conversation.sample(call))
+            self.inspector.add_sample(conversation.sample(call))
             self.diff_view.call_started(call)
         else:  # not the call the tree shows next to: show the conversation afresh
             self.inspector.replace_history(call.messages, call.chars, conversation.samples())
@@ -199,7 +199,7 @@ class ProxyScreen(Screen[None]):
                 self.inspector.sampled(ContextSampled(sample, conversation.cost))
                 self.inspector.refresh_forecast(debounce=0.0)
             else:
-                self.inspector.timeline_view.add_sample(sample)
+                self.inspector.add_sample(sample)
         self.events_seen += 1
 
     @on(ProxyNoticeMessage)
@@ -251,11 +251,12 @@ class ProxyScreen(Screen[None]):
             return False
         return proxy_availability(action, self)
 
-    def action_next_view(self) -> None:
-        self.action_show_view(self.inspector.next_view)
+    async def action_next_view(self) -> None:
+        await self.action_show_view(self.inspector.next_view)
 
-    def action_show_view(self, name: str) -> None:
+    async def action_show_view(self, name: str) -> None:
         inspector = self.inspector
+        await inspector.mount_views()
         inspector.show_view(name)
         if name == "tree":
             inspector.message_tree.focus()

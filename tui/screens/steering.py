@@ -33,8 +33,10 @@ STEERING_WITH_ARGUMENT = ("toggle_pin", "unpin", "drop", "restore")
 class SteeringHost(Protocol):
     """What steering needs from the screen that holds it."""
 
-    agent: Agent
     busy: bool
+
+    @property
+    def agent(self) -> Agent: ...
 
     @property
     def app(self) -> App[Any]: ...

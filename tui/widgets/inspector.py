@@ -7,6 +7,10 @@ the tree and the breakdown apply the splices each `HistoryChanged` carries, the 
 `ContextSampled` (which carries the session's cost too). It never reads the agent back: after a
 change it asks its `ContextSource` once (`forecast`: the next call's preview, the history's figures,
 the request's size), debounced, and the answer fills the gauge and the marks.
+
+The first frame shows the gauge, the tree and the log only: the other views (breakdown, timeline,
+dropped, facts) are mounted, hidden, right after it is painted, or as soon as anything asks for one
+(their properties), whichever comes first.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widget import Widget
+from textual.widget import AwaitMount, Widget
 from textual.widgets import ContentSwitcher
 
 from core.archive import Archive
@@ -104,11 +108,12 @@ class Inspector(Vertical):
             super().__init__()
             self.steps = steps
 
-    def __init__(self, start: InspectorStart, source: ContextSource, *, id: str | None = None,
+    def __init__(self, start: InspectorStart, source: ContextSource | None, *, id: str | None = None,
                  extra_views: Sequence[Widget] = ()) -> None:
         super().__init__(id=id)
         self.start = start
         self.source = source
+        """What the inspector asks (None until `attach`: the agent is still being built)."""
         self.extra_views = tuple(extra_views)
         """Views of a host's own beside the three (the proxy's diff): each by its id, after the timeline in f2's round."""
         own = AGENT_VIEWS if not start.watched else ()
@@ -122,16 +127,13 @@ class Inspector(Vertical):
         self._turn = False  # a turn runs: its events carry the figures, the forecast waits for its end
         self._warn_recompaction = False
         self.opener = ArchiveOpener(self, start.archive, self._request_restore, self.summary_of)
+        self._views_mounted: AwaitMount | None = None
+        """The mount of the views the first frame does not show (None until it starts)."""
 
     def compose(self) -> ComposeResult:
         yield ContextGauge(id="gauge")
         with ContentSwitcher(initial="tree", id="views"):
             yield MessageTree(self.start.archive, self.start.messages, chars=self.start.chars, id="tree")
-            yield BreakdownView(id="breakdown")
-            yield TimelineView(limit=None if self.start.watched else self.start.limit, id="timeline")
-            if not self.start.watched:
-                yield DroppedView(self.start.ledger, id="dropped")
-                yield FactsView(self.start.facts, id="facts")
             yield from self.extra_views
         yield CompactionLog(id="steps")
 
@@ -142,6 +144,23 @@ class Inspector(Vertical):
         gauge.configure(start.limit, start.target_ratio, offline=start.offline, watched=start.watched)
         gauge.history_changed(start.chars, len(start.messages))
         gauge.steering(paused=start.paused)
+        if start.samples:
+            gauge.sampled(start.samples[-1], session_cost(start.samples))
+        self.call_after_refresh(self._ensure_views)  # after the first frame is painted
+
+    def _ensure_views(self) -> None:
+        """Mount the views the first frame does not show, hidden (once; they are in the DOM, with
+        their state, as soon as this returns: their own compose follows)."""
+        if self._views_mounted is not None:
+            return
+        start = self.start
+        views: list[Widget] = [BreakdownView(id="breakdown"),
+                               TimelineView(limit=None if start.watched else start.limit, id="timeline")]
+        if not start.watched:
+            views += [DroppedView(start.ledger, id="dropped"), FactsView(start.facts, id="facts")]
+        for view in views:
+            view.display = False
+        self._views_mounted = self.views.mount(*views)
         self.breakdown_view.border_title = "Breakdown · f2 → timeline"
         after_timeline = self.view_names[(self.view_names.index("timeline") + 1) % len(self.view_names)]
         self.timeline_view.border_title = f"Timeline · f2 → {after_timeline}"
@@ -149,8 +168,18 @@ class Inspector(Vertical):
             after = self.view_names[(self.view_names.index(name) + 1) % len(self.view_names)]
             self.query_one(f"#{name}").border_subtitle = f"f2 → {after}"
         self.timeline_view.set_samples(start.samples)
-        if start.samples:
-            gauge.sampled(start.samples[-1], session_cost(start.samples))
+
+    async def mount_views(self) -> None:
+        """`_ensure_views`, and wait until the views are mounted (before one is shown or focused)."""
+        self._ensure_views()
+        if self._views_mounted is not None:
+            await self._views_mounted
+
+    def attach(self, source: ContextSource, extra: dict[str, int]) -> None:
+        """The agent is built (after the first frame): ask it from now on; `extra` is what its
+        requests carry beside the history."""
+        self.source = source
+        self.set_request_extra(extra)
 
     def begin(self) -> None:
         """After the first frame: the model's window and the first forecast."""
@@ -173,18 +202,22 @@ class Inspector(Vertical):
 
     @property
     def breakdown_view(self) -> BreakdownView:
+        self._ensure_views()
         return self.query_one("#breakdown", BreakdownView)
 
     @property
     def timeline_view(self) -> TimelineView:
+        self._ensure_views()
         return self.query_one("#timeline", TimelineView)
 
     @property
     def dropped_view(self) -> DroppedView:
+        self._ensure_views()
         return self.query_one("#dropped", DroppedView)
 
     @property
     def facts_view(self) -> FactsView:
+        self._ensure_views()
         return self.query_one("#facts", FactsView)
 
     @property
@@ -219,9 +252,13 @@ class Inspector(Vertical):
         self.gauge.held("cache-aware", event.steps)
 
     def sampled(self, event: ContextSampled) -> None:
-        self.timeline_view.add_sample(event.sample)
+        self.add_sample(event.sample)
         self.steps.sampled(event.sample)
         self.gauge.sampled(event.sample, event.session_cost)
+
+    def add_sample(self, sample: ContextSample) -> None:
+        """One more call on the timeline."""
+        self.timeline_view.add_sample(sample)
 
     def turn_began(self) -> None:
         """A turn (or a compaction) starts: until it ends, the inspector learns from its events only."""
@@ -273,6 +310,8 @@ class Inspector(Vertical):
     async def refresh_forecast(self, debounce: float = FORECAST_DEBOUNCE) -> None:
         """Ask the core what the next call would be (exclusive: a newer change cancels this one while
         it waits); nothing comes back while a turn runs."""
+        if self.source is None:
+            return
         async for item in self.source.forecast(debounce):
             if isinstance(item, NextCallPreview):
                 self._show_preview(item)
@@ -304,7 +343,8 @@ class Inspector(Vertical):
 
     @work(exclusive=True, group="window", exit_on_error=False, description="the model's window")
     async def fetch_window(self) -> None:
-        self.gauge.windowed(await self.source.window())
+        if self.source is not None:
+            self.gauge.windowed(await self.source.window())
 
     # --- the views ----------------------------------------------------------------------------------
 

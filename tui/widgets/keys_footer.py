@@ -79,14 +79,25 @@ class KeysFooter(Footer):
             return
         with self.app.batch_update():
             await self.remove_children([widget for widget in current if widget not in kept])
-            previous: Widget | None = None
-            for widget in wanted:
-                old = keep.get(shown(widget))
-                if old is not None:
-                    previous = old
+            # the new keys in runs, each mounted at once after the kept key before it (the first
+            # footer: all of them in one mount, not one mount and one refresh per key)
+            anchor: Widget | None = None
+            run: list[Widget] = []
+            for widget in [*wanted, None]:
+                old = keep.get(shown(widget)) if widget is not None else None
+                if widget is not None and old is None:
+                    run.append(widget)
                     continue
-                if previous is None:
-                    await self.mount(widget, before=0) if self.children else await self.mount(widget)
-                else:
-                    await self.mount(widget, after=previous)
-                previous = widget
+                if run:
+                    await self._mount_run(run, anchor)
+                    run = []
+                anchor = old
+
+    async def _mount_run(self, run: list[Widget], anchor: Widget | None) -> None:
+        """Mount `run` after `anchor` (None: at the start)."""
+        if anchor is not None:
+            await self.mount(*run, after=anchor)
+        elif self.children:
+            await self.mount(*run, before=0)
+        else:
+            await self.mount(*run)

@@ -30,9 +30,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from core.proxy.calls import CLIENT_COMPACTION
 from core.text import visible
-from core.usage.timeline import ContextSample, session_cost
+from core.usage.timeline import CLIENT_COMPACTION, ContextSample, session_cost
 from tui.format import count, one_line, plural, short_count
 
 CHART_ROWS = 8

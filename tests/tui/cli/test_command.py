@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -10,6 +11,8 @@ from typing import ClassVar
 
 import pytest
 
+from core.agent import Agent
+from core.agent.launch import Launch
 from tests.support.cli import STEP_LINE, api_env, ctxtui, env_without_key
 from tests.support.fakeapi import FakeAnthropicServer, error_reply, text_reply, tool_reply
 
@@ -218,18 +221,22 @@ def test_serve_without_the_extra_says_how_to_get_it(tmp_path: Path) -> None:
 
 
 class _AppThatQuitsAtOnce:
-    """Stands in for CtxApp: the test is about what the command says after the app has exited."""
+    """Stands in for CtxApp: the test is about what the command says after the app has exited. Given
+    a Launch (a fresh session), it builds the agent as the real app does after its first frame."""
 
     return_code = 0
+    start_failure: str | None = None
 
     themes: ClassVar[list[str | None]] = []
 
-    def __init__(self, agent: object, demo_commands: list[str] | None = None, theme: str | None = None) -> None:
-        self.agent = agent
+    def __init__(self, agent: Agent | Launch, demo_commands: list[str] | None = None, theme: str | None = None) -> None:
+        self.given = agent
+        self.built_agent: Agent | None = None if isinstance(agent, Launch) else agent
         self.themes.append(theme)
 
     def run(self) -> None:
-        return None
+        if isinstance(self.given, Launch):
+            self.built_agent = asyncio.run(self.given.build())
 
 
 def test_demo_says_where_its_workdir_is_kept_at_exit(monkeypatch: pytest.MonkeyPatch,
@@ -274,7 +281,9 @@ def test_the_tui_says_at_exit_when_the_session_was_not_saved(monkeypatch: pytest
 
     class _AppWhoseLogFails(_AppThatQuitsAtOnce):
         def run(self) -> None:
-            self.agent.session.error = "cannot write session log X: disk full"  # type: ignore[attr-defined]
+            super().run()
+            assert self.built_agent is not None and self.built_agent.session is not None
+            self.built_agent.session.error = "cannot write session log X: disk full"
 
     monkeypatch.setattr(tui.app, "CtxApp", _AppWhoseLogFails)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)

@@ -1,0 +1,82 @@
+"""What the main screen shows of its agent, whether it is built yet or not.
+
+`ctxtui` draws its first frame before the agent exists (core/agent/launch.py): the title bar, the
+gauge and the empty message tree come from the settings; the agent, built right after, fills in
+what only it knows (the request's system prompt and tools, the forecast). A screen given a built
+agent (a resumed session, the demo, the tests) shows it as it is from the start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from core.agent.launch import Launch
+from core.history.sizes import estimate_chars
+from tui.widgets.inspector import InspectorStart, request_extra
+
+if TYPE_CHECKING:
+    from core.agent import Agent
+
+PERMISSION_TEXT = {"ask": "bash: ask", "session": "bash: allowed this session", "preset": "bash: pre-approved"}
+
+
+@dataclass(frozen=True)
+class Front:
+    """The first frame's facts about the agent."""
+
+    workdir: str
+    label: str
+    """The model's label (its name, or why the offline model runs)."""
+    model_name: str
+    offline: bool
+    allow_all: bool
+    inspector: InspectorStart
+
+
+def front_of(agent: Agent | Launch) -> Front:
+    """The front of a built agent, or of one still to be built from a launch (an empty history)."""
+    if isinstance(agent, Launch):
+        settings = agent.settings
+        start = InspectorStart(
+            archive=agent.archive, messages=[], chars=estimate_chars([]),
+            limit=settings.compaction.context_char_limit, target_ratio=settings.compaction.micro_target_ratio,
+            offline=agent.offline, paused=not settings.auto_compact,
+        )
+        return Front(str(agent.workdir), agent.model_label, settings.model, agent.offline, settings.yes, start)
+    thresholds = agent.compactor.settings
+    start = InspectorStart(
+        archive=agent.archive, messages=list(agent.messages), chars=agent.chars, limit=thresholds.context_char_limit,
+        target_ratio=thresholds.micro_target_ratio, offline=agent.model.offline, paused=not agent.auto_compact,
+        samples=agent.timeline, request_extra=request_extra(agent.system_prompt, agent.toolbox.schemas),
+        ledger=agent.ledger, facts=agent.facts().facts,
+    )
+    return Front(str(agent.toolbox.workspace.root), agent.model.label, agent.model.name, agent.model.offline,
+                 agent.allow_all, start)
+
+
+def permission_mode(agent: Agent | None, front: Front | None = None) -> str:
+    """"preset" (--yes), "session" (bash allowed for this session) or "ask" (before the agent is
+    built, what its settings will make it)."""
+    if agent is None:
+        return "preset" if front is not None and front.allow_all else "ask"
+    if agent.allow_all:
+        return "preset"
+    return "session" if "bash" in agent.allowed_for_session else "ask"
+
+
+def welcome_text(front: Front) -> str:
+    """The chat's first block (Markdown): which model answers, and where to look."""
+    if front.offline:
+        first = (
+            f"**{front.label[:1].upper()}{front.label[1:]}**: it understands `help`, `read PATH`, `$ CMD`, "
+            "`glob PATTERN`, `write PATH` + text, `compact [focus]` and runs the real tools. "
+            "Set `ANTHROPIC_API_KEY` (without `--offline`) to talk to Claude."
+        )
+    else:
+        first = f"Talking to **{front.model_name}**. Ask for anything in `{front.workdir}`."
+    return (
+        f"{first}\n\nThe inspector shows what sits in the model's context and what compaction did to it: "
+        "`ctrl+t` browses the messages, `enter` opens what a marker points at. "
+        "`ctrl+p` lists every command, `/help` the keys."
+    )
