@@ -2,7 +2,7 @@
 
 Each program starts in a fresh session of a private tmux server; the pane is read with
 `capture-pane` every few milliseconds until the program's first full frame is there: for ctxtui the
-title bar (the workdir), the prompt, the gauge and the message tree's title all at once; for the
+title bar (the workdir), the prompt, the gauge, the message tree's title and the footer all at once; for the
 minimal app its text and its footer. ctxtui runs offline, and once more with ANTHROPIC_API_KEY set
 (the Anthropic model: its SDK must not load before the first frame; ANTHROPIC_BASE_URL points at a
 closed loopback port, so nothing leaves the machine).
@@ -48,8 +48,9 @@ class Minimal(App[None]):
 Minimal().run()
 """
 MINIMAL_MARKERS = ("minimal app ready", "palette")
-CTXTUI_MARKERS = ("Message the agent", "Context", "chars (", "Messages ·")
-"""The prompt's placeholder, the gauge's title and first line, the tree's title (plus the workdir)."""
+CTXTUI_MARKERS = ("Message the agent", "Context", "chars (", "Messages ·", "Quit")
+"""The prompt's placeholder, the gauge's title and first line, the tree's title, the footer's first key
+(plus the workdir): the whole frame, footer included, as the minimal app's markers include its footer."""
 
 
 class Tmux:

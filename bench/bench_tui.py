@@ -10,7 +10,10 @@
     measured the same way in the same run: the rounds alternate ctxtui and the peer (the order
     rotating), the latencies of all rounds are pooled per side, and the ratios of their p50, p95 and
     p99 are printed (goal: p95 and p99 within 1.2x). The event loop's lag is sampled with a 10 ms
-    sleep loop.
+    sleep loop. ctxtui starts as the `ctxtui` command starts it: the cyclic collector paused until
+    the first frame, which then freezes what the start allocated (tui/startup.py), so a full
+    collection later does not walk the start-up heap again; the peer starts as a plain Textual app.
+    Both run in this one process, so a later round of either finds the heap the earlier ones left.
 (b) A long history (`--history`). The app starts on an agent whose history already holds N messages (a
     realistic mix: request, assistant text + tool_use, tool_result, reply). We time start-up until
     the tree holds every message (N = 0 and N = 5,000), and then the cost of one more message: append
@@ -50,6 +53,7 @@ from core.model.base import ModelEvent, ModelResponse, TextChunk
 from core.tools import ToolBox, Workspace
 from tui import messages as msg
 from tui.app import CtxApp
+from tui.startup import pause_collector
 
 TOKENS = 2_500
 KEY_EVERY = 0.05
@@ -194,6 +198,7 @@ async def bench_stream(workdir: Path, tokens: int = TOKENS) -> dict[str, Any]:
     agent = make_agent(workdir, model)
     app = CtxApp(agent)
     finished: list[float] = []
+    pause_collector()  # as `ctxtui` starts (tui/cli): the app's first frame freezes the start-up heap
 
     def on_finished(message: Message) -> None:
         if isinstance(message, msg.TurnFinished) and not finished:

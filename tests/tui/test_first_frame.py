@@ -112,7 +112,7 @@ def check_first_frame(seen: dict[str, Any], workdir: str) -> None:
     # the cyclic collector waits for the first frame (tui/startup.py), then runs again
     assert seen["collector_at_first_frame"] is False and seen["collector_later"] is True
     screen = seen["screen"]
-    for text in ("Message the agent", "Context", "50,000", "Messages", workdir):
+    for text in ("Message the agent", "Context", "50,000", "Messages", workdir, "Quit"):  # the footer too
         assert text in screen, text
 
 

@@ -289,7 +289,9 @@ class ContextGauge(Widget):
     def __init__(self, *, compact: bool = False, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.compact = compact
-        self.set_class(compact, "-compact")
+        # the classes its first styles need, set before it is mounted (no restyle pass of their own)
+        self.set_class(compact, "-compact", update=False)
+        self.add_class("-ok", update=False)  # the level it starts at (`level`'s default)
         self.state = GaugeState()
         self._painted = 0.0
         self._pending: Timer | None = None

@@ -7,7 +7,8 @@ columns. Here it leads; the rest keep their order.
 Textual's footer recomposes every key whenever the screen's bindings are refreshed (each focus
 change, each turn's start and end); mounting a dozen keys costs the event loop tens of
 milliseconds, felt as a stutter while typing. This one leaves the keys alone when what they show is
-unchanged, and otherwise replaces only the keys that changed.
+unchanged, and otherwise replaces only the keys that changed (the new ones mounted together). Its
+keys are in the app's first frame.
 """
 
 from __future__ import annotations
@@ -26,12 +27,21 @@ QUIT_ACTIONS = ("quit", "app.quit")
 Shown = tuple[object, ...]
 
 
-def shown(widget: Widget) -> Shown:
-    """What a footer widget shows: equal for two widgets that would look and act the same."""
+def shown(widget: Widget, *, state: bool = True) -> Shown:
+    """What a footer widget shows: equal for two widgets that would look and act the same (with
+    `state=False`, whether it is greyed out aside: a key that only changes that is kept and updated)."""
     if isinstance(widget, FooterKey):
+        ignored = {"-compact"} if state else {"-compact", "-disabled"}  # -compact: bound to the footer
         return (type(widget), widget.key, widget.key_display, widget.description, widget.action,
-                str(widget.tooltip or ""), tuple(sorted(widget.classes - {"-compact"})))  # -compact: bound to the footer
+                str(widget.tooltip or ""), tuple(sorted(widget.classes - ignored)))
     return (type(widget), id(widget))  # anything else (a group, a label) is never taken as unchanged
+
+
+def set_enabled(key: FooterKey, like: FooterKey) -> None:
+    """Grey `key` out, or not, as `like` is (the footer's own key state: its class and click)."""
+    disabled = like.has_class("-disabled")
+    key._disabled = disabled  # what FooterKey's click checks
+    key.set_class(disabled, "-disabled")
 
 
 class KeysFooter(Footer):
@@ -42,7 +52,13 @@ class KeysFooter(Footer):
         self._updating = asyncio.Lock()
 
     def compose(self) -> ComposeResult:
+        # The screen's and the app's keys are known before anything has focus: they are in the first
+        # frame (Textual's footer shows nothing until the first bindings refresh, a moment later).
+        self.set_reactive(Footer._bindings_ready, True)
         widgets = list(super().compose())
+        for widget in widgets:  # the class its compact binding would set once mounted: no restyle pass of its own
+            if isinstance(widget, FooterKey):
+                widget.set_class(self.compact, "-compact", update=False)
         widgets.sort(key=lambda widget: not (isinstance(widget, FooterKey) and widget.action in QUIT_ACTIONS))
         yield from widgets
 
@@ -69,28 +85,31 @@ class KeysFooter(Footer):
         current = list(self.children)
         if [shown(widget) for widget in wanted] == [shown(widget) for widget in current]:
             return
-        keep = {shown(widget): widget for widget in current}
+        keep = {shown(widget, state=False): widget for widget in current}
         if len(keep) != len(current) or any(not isinstance(widget, FooterKey) for widget in wanted):
             await self.recompose()
             return
-        kept = [keep[shown(widget)] for widget in wanted if shown(widget) in keep]
+        kept = [keep[shown(widget, state=False)] for widget in wanted if shown(widget, state=False) in keep]
         if kept != [widget for widget in current if widget in kept]:  # the order changed: start again
             await self.recompose()
             return
         with self.app.batch_update():
             await self.remove_children([widget for widget in current if widget not in kept])
             # the new keys in runs, each mounted at once after the kept key before it (the first
-            # footer: all of them in one mount, not one mount and one refresh per key)
+            # footer: all of them in one mount, not one mount and one refresh per key); a kept key
+            # whose only change is being greyed out (a turn starts or ends) is updated in place
             anchor: Widget | None = None
             run: list[Widget] = []
             for widget in [*wanted, None]:
-                old = keep.get(shown(widget)) if widget is not None else None
+                old = keep.get(shown(widget, state=False)) if widget is not None else None
                 if widget is not None and old is None:
                     run.append(widget)
                     continue
                 if run:
                     await self._mount_run(run, anchor)
                     run = []
+                if isinstance(old, FooterKey) and isinstance(widget, FooterKey):
+                    set_enabled(old, widget)
                 anchor = old
 
     async def _mount_run(self, run: list[Widget], anchor: Widget | None) -> None:

@@ -43,6 +43,8 @@ async def test_the_footer_follows_busy_and_keeps_the_keys_that_did_not_change(tm
         assert not any(action.endswith("cancel_turn") for action, _ in idle)
         quit_key = next(key for key in footer.query_children(FooterKey) if key.action in ("quit", "app.quit"))
         assert footer.children[0] is quit_key
+        idle_keys = {key.action: key for key in footer.query_children(FooterKey)}
+        idle_greyed = {key.action for key in idle_keys.values() if key.has_class("-disabled")}
 
         app.main.busy = True
         await wait_for(pilot, lambda: any(action.endswith("cancel_turn") for action, _ in footer_state(footer)))
@@ -51,6 +53,12 @@ async def test_the_footer_follows_busy_and_keeps_the_keys_that_did_not_change(tm
         assert keys_only(footer) == expected(footer)
         assert any(disabled for _, disabled in busy) and busy != idle
         assert footer.children[0] is quit_key  # unchanged: not mounted again
+        # a key greyed out by the turn is the same widget, updated (not one removed and one mounted)
+        busy_keys = {key.action: key for key in footer.query_children(FooterKey)}
+        greyed = [action for action, key in busy_keys.items()
+                  if action in idle_keys and key.has_class("-disabled") and action not in idle_greyed]
+        assert greyed and all(busy_keys[action] is idle_keys[action] for action in greyed)
+        assert all(busy_keys[action]._disabled for action in greyed)  # its click rings the bell
 
         app.main.busy = False
         await wait_for(pilot, lambda: not any(action.endswith("cancel_turn") for action, _ in footer_state(footer)))
