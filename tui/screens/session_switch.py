@@ -12,37 +12,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from core.text import visible
 from tui import messages as msg
+from tui.screens.steering import SteeringHost
 
 if TYPE_CHECKING:
-    from textual.app import App
-    from textual.message import Message
-
-    from core.agent import Agent
     from core.sessions.listing import SessionInfo
-    from tui.widgets.chat_pane import ChatPane
-    from tui.widgets.inspector import Inspector
 
 
-class SwitchHost(Protocol):
-    """What the session actions need from the screen that holds them."""
-
-    busy: bool
-
-    @property
-    def agent(self) -> Agent: ...
-
-    @property
-    def app(self) -> App[Any]: ...
-
-    @property
-    def chat(self) -> ChatPane: ...
-
-    @property
-    def inspector(self) -> Inspector: ...
-
-    def notify(self, message: str, *, severity: Any = ..., markup: bool = ...) -> None: ...
-
-    def post_message(self, message: Message) -> bool: ...
+class SwitchHost(SteeringHost, Protocol):
+    """What the session actions need from the screen that holds them: what steering needs, and
+    the two ways the screen shows a session (its replayed history, its state in the title bar)."""
 
     async def replay_history(self, messages: Sequence[dict[str, Any]], chars: int) -> None: ...
 
