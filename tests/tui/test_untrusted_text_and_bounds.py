@@ -299,6 +299,9 @@ async def test_a_resumed_session_shows_its_conversation_and_prompt_history(tmp_p
         await settled(pilot, app)
         await wait_for(pilot, lambda: any("resumed" in line.text for line in app.chat.transcript.query(NoticeLine)))
         chat = app.chat.transcript
+        # the notice is there as soon as the replay's blocks are; a Markdown block has its text once mounted
+        await wait_for(pilot, lambda: any(reply.source.strip() for reply in chat.query(AssistantBlock)
+                                          if not reply.has_class("welcome")))
         assert [block.text for block in chat.query(UserBlock)][-1] == "$ echo replayed-output"
         tools = list(chat.query(ToolBlock))
         assert tools and tools[-1].tool_name == "bash" and tools[-1].finished

@@ -4,6 +4,7 @@ running app (chat, prompt history, inspector)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,10 @@ async def test_a_session_resumed_by_id_shows_the_same_chat_and_is_listed(tmp_pat
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: any("resumed" in line.text for line in app.chat.transcript.query(NoticeLine)))
+        # the notice is in the transcript as soon as the replay's blocks are; a Markdown block has its
+        # text once mounted: wait for that (a chat that never matches fails the assert below, with its diff)
+        with contextlib.suppress(AssertionError):
+            await wait_for(pilot, lambda: chat_shown(app) == before, limit=10)
         assert chat_shown(app) == before
         await pilot.press("up")
         assert app.chat.input.text == "$ echo resumed-by-id"
@@ -101,6 +106,8 @@ async def test_the_picker_resumes_the_chosen_session(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: not isinstance(app.screen, SessionsScreen))
         await wait_for(pilot, lambda: any("resumed" in line.text for line in app.chat.transcript.query(NoticeLine)))
         await settled(pilot, app)
+        with contextlib.suppress(AssertionError):  # the replayed Markdown blocks have their text once mounted
+            await wait_for(pilot, lambda: chat_shown(app) == before, limit=10)
         assert chat_shown(app) == before
         assert agent.resumed_from == str(path)
         resumed = len(agent.messages)
