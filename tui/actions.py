@@ -135,6 +135,11 @@ class UiState(Protocol):
     @property
     def inspector_visible(self) -> bool: ...
 
+    @property
+    def starting(self) -> bool:
+        """The agent is still being built (after the first frame)."""
+        ...
+
 
 def bindings(*, app_wide: bool, table: Sequence[Action] = ACTIONS) -> list[Binding]:
     """The Textual bindings of the app (`app_wide`) or of the main screen (of `table`: another app's own)."""
@@ -161,6 +166,8 @@ def availability(name: str, state: UiState) -> bool | None:
     action = BY_NAME.get(name)
     if action is None:
         return True
+    if action.needs_agent and state.starting:
+        return None  # shown, disabled until the agent is built
     if action.when == "busy":
         return state.busy
     if action.when == "idle":
@@ -168,12 +175,6 @@ def availability(name: str, state: UiState) -> bool | None:
     if action.when == "inspector":
         return state.inspector_visible
     return True
-
-
-def needs_agent(name: str) -> bool:
-    """Whether the action `name` (a method name) acts on the agent (see `Action.needs_agent`)."""
-    action = BY_NAME.get(name)
-    return action is not None and action.needs_agent
 
 
 def palette_entries(state: UiState) -> list[Action]:

@@ -311,6 +311,8 @@ async def test_before_the_agent_is_built_the_screen_is_whole_and_a_message_waits
         for text in ("Message the agent", "Context", "50,000", "Messages", tmp_path.name, "offline model"):
             assert text in screen, text
         assert main.check_action("undo", ()) is None and main.check_action("toggle_inspector", ()) is True
+        offered = {action for _, _, action in app.palette_commands()}
+        assert "compact" not in offered and "sessions" not in offered and "toggle_inspector" in offered
         assert app.permission_mode == "preset"
         await pilot.press(*"read a.txt", "enter")
         await pilot.pause(0.2)
@@ -319,6 +321,7 @@ async def test_before_the_agent_is_built_the_screen_is_whole_and_a_message_waits
         await settled(pilot, app, 1)
         assert not main.starting and app.agent is app.built_agent
         assert main.check_action("undo", ()) is True
+        assert "compact" in {action for _, _, action in app.palette_commands()}
         assert [block.text for block in app.chat.transcript.query(UserBlock)] == ["read a.txt"]
         assert [message["role"] for message in app.agent.messages][:1] == ["user"]
         assert app.agent.archive is main.front.inspector.archive  # the tree resolves through the agent's own

@@ -359,10 +359,7 @@ class MainScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in actions.BY_NAME and self.app.screen is not self:
             return False  # a dialog is up: the footer below it shows none of these keys
-        available = actions.availability(action, self)
-        if available and self.starting and actions.needs_agent(action):
-            return None  # shown, disabled until the agent is built
-        return available
+        return actions.availability(action, self)
 
     def on_screen_suspend(self) -> None:
         self.refresh_bindings()
