@@ -199,18 +199,24 @@ class Archive:
             raise ArchiveError(f"cannot archive a transcript in {TRANSCRIPTS_DIR}: {error_line(error)}") from error
 
     def _save_transcript_sync(self, messages: Sequence[Any]) -> SavedTranscript:
-        """Write, name and record a transcript (in a worker thread; raises OSError or ArchiveError)."""
+        """Write, name and record a transcript (in a worker thread; raises OSError or ArchiveError).
+        Its name is given relative to the folder opened once (not followed if it is a link), as a
+        batch of tool results is."""
         temp = self.transcripts_dir / f".transcript.{os.getpid()}.{time.time_ns()}.{next(self._counter)}.tmp"
         try:
             digest, sizes = _write_jsonl(temp, messages)
             length = os.stat(temp).st_size
             stamp = self.stamp()
-            for _ in range(100):
-                name = f"transcript_{stamp}-{next(self._counter):04d}-{digest[:8]}.jsonl"
-                target = self.transcripts_dir / name
-                if _place_sync(temp, target, digest):
-                    self._manifest.record([(target, digest, None, length)])
-                    return SavedTranscript(self.relative(target), digest, sizes)
+            dir_fd = os.open(self.transcripts_dir, os.O_RDONLY | os.O_DIRECTORY | NO_FOLLOW)
+            try:
+                for _ in range(100):
+                    name = f"transcript_{stamp}-{next(self._counter):04d}-{digest[:8]}.jsonl"
+                    if _place_at(dir_fd, temp.name, name, digest):
+                        target = self.transcripts_dir / name
+                        self._manifest.record([(target, digest, None, length)])
+                        return SavedTranscript(self.relative(target), digest, sizes)
+            finally:
+                os.close(dir_fd)
             raise ArchiveError("cannot archive transcript: no free file name")
         finally:
             with contextlib.suppress(OSError):
@@ -522,7 +528,12 @@ def _starts_with(absolute: Path, prefix: bytes) -> bool:
 
 
 def _place_at(dir_fd: int, temp: str, name: str, digest: str) -> bool:
-    """`_place_sync` for names relative to the open folder `dir_fd`."""
+    """Give the file `temp` the name `name` (both in the open folder `dir_fd`) unless it is taken;
+    True when `name` now holds it.
+
+    A name already taken counts as placed only when that file has the same bytes (its SHA-256); a
+    link planted at the name is not followed (False: the caller tries its next name).
+    """
     try:
         os.link(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
         return True
@@ -546,21 +557,3 @@ def _place_at(dir_fd: int, temp: str, name: str, digest: str) -> bool:
         return hashlib.file_digest(existing, "sha256").hexdigest() == digest
 
 
-def _place_sync(temp: Path, target: Path, digest: str) -> bool:
-    """Give the file `temp` the name `target` unless it is taken; True when `target` now holds it.
-
-    A name already taken counts as placed only when that file has the same bytes (its SHA-256).
-    """
-    try:
-        os.link(temp, target)
-        return True
-    except FileExistsError:
-        pass
-    except OSError as error:
-        if error.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
-            raise
-        if not target.exists():
-            os.replace(temp, target)  # filesystems without hard links
-            return True
-    with open(target, "rb") as existing:
-        return hashlib.file_digest(existing, "sha256").hexdigest() == digest

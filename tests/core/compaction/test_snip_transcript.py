@@ -137,7 +137,7 @@ async def test_a_saved_transcript_is_the_jsonl_its_sizes_and_its_digest(tmp_path
 def refuse_links(monkeypatch: pytest.MonkeyPatch) -> None:
     """The disk refuses to give a written file its name (an I/O error, not a missing feature)."""
 
-    def link(source: Any, target: Any) -> None:
+    def link(source: Any, target: Any, **where: Any) -> None:  # where: os.link's dir_fd / follow_symlinks
         raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr(archive_module.os, "link", link)
