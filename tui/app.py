@@ -142,11 +142,8 @@ class CtxApp(App[None]):
     @property
     def permission_mode(self) -> str:
         """"preset" (--yes), "session" (bash allowed for this session) or "ask"."""
-        if self._main is not None:
-            return permission_mode(self.main.built_agent, self.main.front)
-        given = self._given
-        return permission_mode(None if isinstance(given, Launch) else given,
-                               front_of(given) if isinstance(given, Launch) else None)
+        front = self._main.front if self._main is not None else front_of(self._given)
+        return permission_mode(self.built_agent, front)
 
     async def submit(self, text: str) -> bool:
         """Run `text` as a user turn (or a slash command). False when a turn is already running."""

@@ -179,7 +179,7 @@ def run_tui(settings: Any, demo: bool) -> int:
 
         asyncio.run(build_demo_workspace(settings.workdir))
         demo_commands = list(DEMO_COMMANDS)
-    given: Any = Launch.of(settings)
+    given: Any
     if demo or settings.resume:
         from core.agent import Agent
         from core.model.base import ModelError
@@ -193,6 +193,8 @@ def run_tui(settings: Any, demo: bool) -> int:
         except ResumeError as error:
             _print_err(f"ctxtui: error: {error}")
             return EXIT_USAGE
+    else:
+        given = Launch.of(settings)
     from tui.app import CtxApp
 
     app = CtxApp(given, demo_commands=demo_commands, theme=settings.theme)

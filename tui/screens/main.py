@@ -102,8 +102,6 @@ class MainScreen(Screen[None]):
         self._inspector_choice: bool | None = None
         """The user's show/hide choice for the inspector (None: follow the terminal's width)."""
         self._width_choice: int | None = None
-        self._history_at_start = (self.front.inspector.messages, self.front.inspector.chars)
-        """What the chat shows after the first frame (a message sent before then is shown as it is sent)."""
 
     @property
     def agent(self) -> Agent:
@@ -170,7 +168,8 @@ class MainScreen(Screen[None]):
     async def after_first_frame(self) -> None:
         """What the first frame does not need, run once it is painted (the app calls this from its
         Ready event): the chat's first blocks (Markdown), the model's window and the first forecast."""
-        messages, chars = self._history_at_start
+        start = self.front.inspector  # the history at the start (a message sent since is shown as it was sent)
+        messages, chars = start.messages, start.chars
         if messages:
             await self.replay_history(messages, chars)
         else:
