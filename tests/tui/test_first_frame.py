@@ -12,6 +12,7 @@ for one that loads late.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import html
 import json
@@ -32,6 +33,7 @@ from core.sessions.log import SessionLog
 from tests.support.pilot import settled, wait_for
 from tests.support.tmux import TMUX, Tmux, wait_until
 from tui.app import CtxApp
+from tui.screens.front import front_of, welcome_text
 from tui.screens.main import MainScreen
 from tui.startup import collector_paused, pause_collector, resume_collector
 from tui.widgets.chat_blocks import AssistantBlock, NoticeLine, UserBlock
@@ -362,3 +364,14 @@ async def test_quitting_while_the_agent_is_built_closes_it(tmp_path: Path, monke
         gate.set()
         await quitting
     assert closed and closed[0] is app.built_agent
+
+
+def test_the_welcome_shows_the_workdir_and_model_name_as_data(tmp_path: Path) -> None:
+    """A directory or a model named with escape sequences cannot reach the terminal through the welcome."""
+    front = front_of(Launch.of(Settings(workdir=tmp_path, offline=True)))
+    hostile = dataclasses.replace(front, offline=False, workdir="/w/\x1b]2;pwned\x07", model_name="m\x1b[2J\u202e")
+    text = welcome_text(hostile)
+    assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+    assert "\\x1b]2;pwned\\x07" in text and "m\\x1b[2J\\u202e" in text
+    offline = welcome_text(dataclasses.replace(front, label="offline model \x1b[31m"))
+    assert "\x1b" not in offline and "\\x1b[31m" in offline

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from core.agent.launch import Launch
 from core.history.sizes import estimate_chars
+from core.text import visible
 from tui.widgets.inspector import InspectorStart, request_extra
 
 if TYPE_CHECKING:
@@ -66,15 +67,18 @@ def permission_mode(agent: Agent | None, front: Front | None = None) -> str:
 
 
 def welcome_text(front: Front) -> str:
-    """The chat's first block (Markdown): which model answers, and where to look."""
+    """The chat's first block (Markdown): which model answers, and where to look. The workdir (a
+    name from the file system) and the model's name (from the settings) go through `visible`, as the
+    model's own text does: no control or hiding character reaches the terminal."""
+    label, model_name, workdir = visible(front.label), visible(front.model_name), visible(front.workdir)
     if front.offline:
         first = (
-            f"**{front.label[:1].upper()}{front.label[1:]}**: it understands `help`, `read PATH`, `$ CMD`, "
+            f"**{label[:1].upper()}{label[1:]}**: it understands `help`, `read PATH`, `$ CMD`, "
             "`glob PATTERN`, `write PATH` + text, `compact [focus]` and runs the real tools. "
             "Set `ANTHROPIC_API_KEY` (without `--offline`) to talk to Claude."
         )
     else:
-        first = f"Talking to **{front.model_name}**. Ask for anything in `{front.workdir}`."
+        first = f"Talking to **{model_name}**. Ask for anything in `{workdir}`."
     return (
         f"{first}\n\nThe inspector shows what sits in the model's context and what compaction did to it: "
         "`ctrl+t` browses the messages, `enter` opens what a marker points at. "
