@@ -1,7 +1,12 @@
 """Typed Textual messages: one per core event, plus the turn's own lifecycle.
 
 The turn worker (`MainScreen.drive`) turns every `core.events` event into the matching message here
-and posts it to the main screen; handlers are `@on(...)` methods on `MainScreen`. Wrapping (rather than re-declaring the fields)
+and posts it to the main screen; handlers are `@on(...)` methods on `MainScreen`. Streamed pieces
+(assistant text, a tool's output) are the exception: a piece that arrives while the message of the
+piece before is still waiting in the screen's queue joins that message (`Streamed.absorb`) instead
+of queueing one more. A stream of thousands of chunks thus keeps at most one message waiting, and
+the screen goes idle between them, which is when Textual lays out and paints: one message per chunk
+kept the queue full, so nothing was painted until the stream ended and then everything at once. Wrapping (rather than re-declaring the fields)
 keeps the core's dataclasses the single source of truth. The wrappers are plain classes (one
 generic `EventMessage`), not dataclasses: eighteen dataclasses cost the app's start ~10 ms.
 """
@@ -34,7 +39,36 @@ class TurnStarted(EventMessage["core.TurnStarted"], bubble=False):
     pass
 
 
-class TextDelta(EventMessage["core.TextDelta"], bubble=False):
+class Streamed(EventMessage[E], bubble=False):
+    """A streamed piece of text, and those that came after it before the screen took it."""
+
+    def __init__(self, event: E) -> None:
+        super().__init__(event)
+        self.pieces = [self.text_of(event)]
+        self.taken = False
+
+    @staticmethod
+    def text_of(event: Any) -> str:
+        return str(event.text)
+
+    def joins(self, event: Any) -> bool:
+        """Whether `event` continues this message's stream (same type, same source)."""
+        return type(event) is type(self.event)
+
+    def absorb(self, event: Any) -> bool:
+        """Take `event`'s piece if this message is still waiting and `event` continues its stream."""
+        if self.taken or not self.joins(event):
+            return False
+        self.pieces.append(self.text_of(event))
+        return True
+
+    def take(self) -> str:
+        """The text of every piece so far; later pieces go in a message of their own."""
+        self.taken = True
+        return "".join(self.pieces)
+
+
+class TextDelta(Streamed["core.TextDelta"], bubble=False):
     pass
 
 
@@ -50,8 +84,9 @@ class PermissionRequested(EventMessage["core.PermissionRequested"], bubble=False
     pass
 
 
-class ToolOutputDelta(EventMessage["core.ToolOutputDelta"], bubble=False):
-    pass
+class ToolOutputDelta(Streamed["core.ToolOutputDelta"], bubble=False):
+    def joins(self, event: Any) -> bool:
+        return isinstance(event, core.ToolOutputDelta) and event.tool_use_id == self.event.tool_use_id
 
 
 class ToolCallFinished(EventMessage["core.ToolCallFinished"], bubble=False):

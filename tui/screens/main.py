@@ -336,13 +336,19 @@ class MainScreen(Screen[None]):
 
     @work(exclusive=True, group="turn", exit_on_error=False, description="agent turn")
     async def drive(self, stream: AsyncGenerator[AgentEvent, None]) -> None:
-        """Post one message per core event; aclosing makes a cancel close (and repair) the turn."""
+        """Post one message per core event, but a streamed piece joins the message of the piece before
+        while that one still waits (see tui/messages.py); aclosing makes a cancel close (and repair)
+        the turn."""
         cancelled = False
+        waiting: msg.Streamed[Any] | None = None
         try:
             async with contextlib.aclosing(stream) as events_:
                 async for event in events_:
+                    if waiting is not None and waiting.absorb(event):
+                        continue
                     message = msg.wrap(event)
                     if message is not None:
+                        waiting = message if isinstance(message, msg.Streamed) else None
                         self.post_message(message)
         except asyncio.CancelledError:
             cancelled = True
@@ -467,7 +473,7 @@ class MainScreen(Screen[None]):
 
     @on(msg.TextDelta)
     async def _text(self, message: msg.TextDelta) -> None:
-        await self.chat.add_text(message.event.text)
+        await self.chat.add_text(message.take())
 
     @on(msg.AssistantMessage)
     async def _assistant(self, message: msg.AssistantMessage) -> None:
@@ -498,7 +504,7 @@ class MainScreen(Screen[None]):
 
     @on(msg.ToolOutputDelta)
     def _tool_output(self, message: msg.ToolOutputDelta) -> None:
-        self.chat.tool_output(message.event.tool_use_id, message.event.text)
+        self.chat.tool_output(message.event.tool_use_id, message.take())
 
     @on(msg.ToolCallFinished)
     async def _tool_finished(self, message: msg.ToolCallFinished) -> None:

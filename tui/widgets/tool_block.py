@@ -126,6 +126,11 @@ class ToolBlock(Vertical, can_focus=True):
         self._summary.update(Content(f"└ {shape} · {visible(summary)}"))
         self._output.update(Content(_preview(output)))
 
+    @property
+    def live_output(self) -> str:
+        """What the running tool has printed so far (its last LIVE_CHARS or so)."""
+        return "".join(self._live)
+
     def add_output(self, text: str) -> None:
         """A piece of the output as the tool prints it: the summary shows its last line, the body the
         last PREVIEW_LINES lines."""
