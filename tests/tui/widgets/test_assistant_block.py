@@ -1,0 +1,94 @@
+"""AssistantBlock lays out its Markdown blocks with the stream layout (it keeps the placements of the
+blocks that did not change): every kind of block must stand where Textual's vertical layout puts it,
+whether the text came at once or streamed in pieces."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+from textual.containers import Horizontal
+from textual.widget import Widget
+
+from tui.widgets.assistant_block import AssistantBlock
+
+EVERY_KIND = """# Title
+
+Some *text* with `code` and a [link](https://example.com).
+
+## Second
+
+### Third level
+
+- one
+- two
+  - nested
+
+1. first
+2. second
+
+> a quote
+> over two lines
+
+```python
+def f(x):
+    return x
+```
+
+| a | b |
+|---|---|
+| 1 | 2 |
+
+---
+
+#### Four
+
+A last paragraph, long enough to wrap around the width of its column a few times, to see that the
+wrapped height is the same in both layouts and that nothing after it moves.
+"""
+
+
+class VerticalTwin(AssistantBlock):
+    """The same block with Textual's vertical layout, as Markdown has it."""
+
+    DEFAULT_CSS = "VerticalTwin { layout: vertical; }"
+
+
+class Side(App[None]):
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            yield AssistantBlock(id="stream")
+            yield VerticalTwin(id="vertical")
+
+
+def placements(block: Widget) -> list[tuple[str, int, int, int]]:
+    top = block.content_region.y
+    return [(type(child).__name__, child.region.y - top, child.region.height, child.region.width)
+            for child in block.children]
+
+
+async def test_every_kind_of_block_stands_where_the_vertical_layout_puts_it() -> None:
+    app = Side()
+    async with app.run_test(size=(140, 80)) as pilot:
+        stream, vertical = app.query_one("#stream", AssistantBlock), app.query_one("#vertical", VerticalTwin)
+        await stream.update(EVERY_KIND)
+        await vertical.update(EVERY_KIND)
+        await pilot.pause()
+        kinds = {kind for kind, *_ in placements(stream)}
+        assert {"MarkdownH1", "MarkdownH3", "MarkdownBulletList", "MarkdownOrderedList", "MarkdownBlockQuote",
+                "MarkdownFence", "MarkdownTable", "MarkdownHorizontalRule", "MarkdownParagraph"} <= kinds
+        assert placements(stream) == placements(vertical)
+        assert stream.region.height == vertical.region.height
+
+
+async def test_a_streamed_reply_ends_where_the_same_text_at_once_would() -> None:
+    app = Side()
+    async with app.run_test(size=(140, 80)) as pilot:
+        stream, vertical = app.query_one("#stream", AssistantBlock), app.query_one("#vertical", VerticalTwin)
+        writer = AssistantBlock.get_stream(stream)
+        for start in range(0, len(EVERY_KIND), 7):
+            await writer.write(EVERY_KIND[start:start + 7])
+            if start % 70 == 0:
+                await pilot.pause()  # a frame now and then, as while a reply streams
+        await writer.stop()
+        await vertical.update(EVERY_KIND)
+        await pilot.pause()
+        assert placements(stream) == placements(vertical)
