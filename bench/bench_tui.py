@@ -20,14 +20,23 @@
     it to the history, post HistoryChanged as the agent does, time until the tree has the new node
     (median and worst of 30, for N = 50 and N = 5,000).
 
-Run: python bench/bench_tui.py [--rounds N] [--chunks N] [--history]   (prints the figures; no assertions)
+(c) The collector (`--collector`). ctxtui alone, as in (a), with the cyclic collector as `ctxtui` sets
+    it once the first frame is painted (tui/startup.py: the youngest generation collected every
+    YOUNG_THRESHOLD allocations) against Python's own thresholds (700). Here each side runs in
+    processes of its own (three rounds each, the sides alternating, four processes per side), since
+    the thresholds are per process: in (a) the peer, in the same process, would share them. The
+    ratios are of the pooled key latencies' percentiles, and of the event loop's lag.
+
+Run: python bench/bench_tui.py [--rounds N] [--chunks N] [--history] [--collector]   (prints the figures; no assertions)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -52,6 +61,7 @@ from core.config import Settings
 from core.model.base import ModelEvent, ModelResponse, TextChunk
 from core.tools import ToolBox, Workspace
 from tui import messages as msg
+from tui import startup
 from tui.app import CtxApp
 from tui.startup import pause_collector
 
@@ -350,11 +360,63 @@ async def history_rows(root: Path) -> list[tuple[str, str]]:
     ]
 
 
-async def main(rounds: int, chunks: int, with_history: bool) -> None:
+# --- (c) the collector's thresholds, each side in processes of its own ----------------------------------
+
+
+async def solo_rounds(rounds: int, chunks: int, young: int) -> dict[str, list[float]]:
+    """(c), in a child process: `rounds` rounds of (a)'s ctxtui side, the youngest threshold `young`."""
+    startup.YOUNG_THRESHOLD = young  # read by resume_collector at the first frame
+    latencies: list[float] = []
+    lags: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="ctxtui-bench-") as tmp:
+        for number in range(rounds):
+            workdir = Path(tmp) / f"solo{number}"
+            workdir.mkdir()
+            result = await bench_stream(workdir, chunks)
+            latencies += result["latencies"]
+            lags += result["lags"]
+    return {"latencies": latencies, "lags": lags}
+
+
+def collector_rows(chunks: int, processes: int = 4, rounds: int = 3) -> list[tuple[str, str]]:
+    pooled: dict[int, dict[str, list[float]]] = {}
+    sides = (startup.YOUNG_THRESHOLD, 700)
+    for number in range(processes):
+        for young in sides if number % 2 == 0 else reversed(sides):
+            done = subprocess.run(
+                [sys.executable, __file__, "--solo-young", str(young), "--rounds", str(rounds), "--chunks", str(chunks)],
+                capture_output=True, text=True, check=True,
+            )
+            figures = json.loads(done.stdout.splitlines()[-1])
+            side = pooled.setdefault(young, {"latencies": [], "lags": []})
+            side["latencies"] += figures["latencies"]
+            side["lags"] += figures["lags"]
+    ours, python = pooled[sides[0]], pooled[sides[1]]
+    mine, theirs = spread(ours["latencies"]), spread(python["latencies"])
+    lag_mine = (percentile(ours["lags"], 0.99), max(ours["lags"]))
+    lag_theirs = (percentile(python["lags"], 0.99), max(python["lags"]))
+    figures_of = " / ".join
+    return [
+        (f"(c) the collector: ctxtui alone, {processes} processes x {rounds} rounds per side",
+         f"{len(ours['latencies'])} / {len(python['latencies'])} keys"),
+        (f"    youngest threshold {sides[0]:,} (as ctxtui sets it): p50 / p95 / p99 / worst",
+         figures_of(ms(value) for value in mine)),
+        ("    Python's own thresholds (700): same", figures_of(ms(value) for value in theirs)),
+        ("    ctxtui's setting vs Python's: p50 / p95 / p99 / worst",
+         figures_of(f"{a / b:.2f}x" for a, b in zip(mine, theirs, strict=True))),
+        ("    event-loop lag p99 / worst: ctxtui's setting vs Python's",
+         f"{ms(lag_mine[0])} / {ms(lag_mine[1])} vs {ms(lag_theirs[0])} / {ms(lag_theirs[1])} "
+         f"({lag_mine[0] / lag_theirs[0]:.2f}x / {lag_mine[1] / lag_theirs[1]:.2f}x)"),
+    ]
+
+
+async def main(rounds: int, chunks: int, with_history: bool, collector: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="ctxtui-bench-") as tmp:
         root = Path(tmp)
         typing = await typing_rounds(root, rounds, chunks)
         extra = await history_rows(root) if with_history else []
+    if collector:
+        extra += collector_rows(chunks)
 
     ours, peer = spread(typing["ours"]), spread(typing["peer"])
     figures = " / ".join
@@ -384,5 +446,10 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=4, help="rounds of ctxtui and the peer (default 4)")
     parser.add_argument("--chunks", type=int, default=TOKENS, help=f"chunks per stream (default {TOKENS:,})")
     parser.add_argument("--history", action="store_true", help="also run (b), the long history")
+    parser.add_argument("--collector", action="store_true", help="also run (c), the collector's thresholds")
+    parser.add_argument("--solo-young", type=int, help=argparse.SUPPRESS)  # (c)'s child processes
     options = parser.parse_args()
-    asyncio.run(main(options.rounds, options.chunks, options.history))
+    if options.solo_young is not None:
+        print(json.dumps(asyncio.run(solo_rounds(options.rounds, options.chunks, options.solo_young))))
+    else:
+        asyncio.run(main(options.rounds, options.chunks, options.history, options.collector))

@@ -35,7 +35,7 @@ from tests.support.tmux import TMUX, Tmux, wait_until
 from tui.app import CtxApp
 from tui.screens.front import front_of, welcome_text
 from tui.screens.main import MainScreen
-from tui.startup import collector_paused, pause_collector, resume_collector
+from tui.startup import YOUNG_THRESHOLD, collector_paused, pause_collector, resume_collector
 from tui.widgets.chat_blocks import AssistantBlock, NoticeLine, UserBlock
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,6 +152,8 @@ def test_a_bad_setting_still_gets_its_one_line_error(tmp_path: Path) -> None:
 def test_the_collector_pause_is_undone_once_and_only_if_it_paused() -> None:
     if not gc.isenabled():
         pytest.skip("the collector is off in this process")
+    thresholds = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)  # Python's own
     pause_collector()
     try:
         assert not gc.isenabled() and collector_paused()
@@ -160,8 +162,10 @@ def test_the_collector_pause_is_undone_once_and_only_if_it_paused() -> None:
     try:
         assert gc.isenabled() and not collector_paused()
         assert gc.get_freeze_count() > 0  # what the start allocated is left out of later passes
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10)  # young objects get time to die first
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)
     gc.disable()  # switched off by someone else: resume leaves it so
     try:
         resume_collector()
