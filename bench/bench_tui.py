@@ -13,7 +13,10 @@
     sleep loop. ctxtui starts as the `ctxtui` command starts it: the cyclic collector paused until
     the first frame, which then freezes what the start allocated (tui/startup.py), so a full
     collection later does not walk the start-up heap again; the peer starts as a plain Textual app.
-    Both run in this one process, so a later round of either finds the heap the earlier ones left.
+    Both run in this one process, so a later round of either finds the heap the earlier ones left,
+    and the peer runs with the collector thresholds ctxtui set at its first frame (tui/startup.py).
+    `--apart` runs each round of each side in a process of its own instead: each with its own
+    collector, and every ctxtui round then is the first turn of a freshly started app.
 (b) A long history (`--history`). The app starts on an agent whose history already holds N messages (a
     realistic mix: request, assistant text + tool_use, tool_result, reply). We time start-up until
     the tree holds every message (N = 0 and N = 5,000), and then the cost of one more message: append
@@ -309,8 +312,25 @@ def spread(latencies: list[float]) -> tuple[float, float, float, float]:
     return (percentile(latencies, 0.50), percentile(latencies, 0.95), percentile(latencies, 0.99), max(latencies))
 
 
-async def typing_rounds(root: Path, rounds: int, chunks: int) -> dict[str, Any]:
-    """(a): `rounds` rounds of ctxtui and the peer, alternating which goes first; latencies pooled per side."""
+def round_apart(side: str, chunks: int) -> dict[str, Any]:
+    """One round of (a)'s `side` in a process of its own (`--apart`)."""
+    done = subprocess.run([sys.executable, __file__, "--solo-side", side, "--chunks", str(chunks)],
+                          capture_output=True, text=True, check=True)
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+async def solo_side(side: str, chunks: int) -> dict[str, Any]:
+    """(a)'s round of `side`, in a child process (`--apart`)."""
+    if side == "peer":
+        return await bench_stream_peer(chunks)
+    with tempfile.TemporaryDirectory(prefix="ctxtui-bench-") as tmp:
+        return await bench_stream(Path(tmp), chunks)
+
+
+async def typing_rounds(root: Path, rounds: int, chunks: int, apart: bool = False) -> dict[str, Any]:
+    """(a): `rounds` rounds of ctxtui and the peer, alternating which goes first; latencies pooled per
+    side. `apart`: each round of each side in a process of its own (each with its own collector)."""
     ours: list[float] = []
     peers: list[float] = []
     lags: list[float] = []
@@ -320,7 +340,10 @@ async def typing_rounds(root: Path, rounds: int, chunks: int) -> dict[str, Any]:
     for number in range(rounds):
         workdir = root / f"stream{number}"
         workdir.mkdir()
-        if number % 2 == 0:
+        if apart:
+            pair = {side: round_apart(side, chunks) for side in (("ctxtui", "peer") if number % 2 == 0 else ("peer", "ctxtui"))}
+            mine, peer = pair["ctxtui"], pair["peer"]
+        elif number % 2 == 0:
             mine = await bench_stream(workdir, chunks)
             peer = await bench_stream_peer(chunks)
         else:
@@ -410,10 +433,10 @@ def collector_rows(chunks: int, processes: int = 4, rounds: int = 3) -> list[tup
     ]
 
 
-async def main(rounds: int, chunks: int, with_history: bool, collector: bool = False) -> None:
+async def main(rounds: int, chunks: int, with_history: bool, collector: bool = False, apart: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="ctxtui-bench-") as tmp:
         root = Path(tmp)
-        typing = await typing_rounds(root, rounds, chunks)
+        typing = await typing_rounds(root, rounds, chunks, apart)
         extra = await history_rows(root) if with_history else []
     if collector:
         extra += collector_rows(chunks)
@@ -447,9 +470,14 @@ if __name__ == "__main__":
     parser.add_argument("--chunks", type=int, default=TOKENS, help=f"chunks per stream (default {TOKENS:,})")
     parser.add_argument("--history", action="store_true", help="also run (b), the long history")
     parser.add_argument("--collector", action="store_true", help="also run (c), the collector's thresholds")
+    parser.add_argument("--apart", action="store_true",
+                        help="(a): each round of each side in a process of its own (each with its own collector)")
     parser.add_argument("--solo-young", type=int, help=argparse.SUPPRESS)  # (c)'s child processes
+    parser.add_argument("--solo-side", choices=("ctxtui", "peer"), help=argparse.SUPPRESS)  # --apart's
     options = parser.parse_args()
-    if options.solo_young is not None:
+    if options.solo_side is not None:
+        print(json.dumps(asyncio.run(solo_side(options.solo_side, options.chunks))))
+    elif options.solo_young is not None:
         print(json.dumps(asyncio.run(solo_rounds(options.rounds, options.chunks, options.solo_young))))
     else:
-        asyncio.run(main(options.rounds, options.chunks, options.history, options.collector))
+        asyncio.run(main(options.rounds, options.chunks, options.history, options.collector, options.apart))
