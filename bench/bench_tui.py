@@ -166,7 +166,12 @@ async def keys_during(
             changed.append(now)
 
     hook_box.append(hook)
-    async with app.run_test(size=SIZE, message_hook=lambda message: [each(message) for each in hook_box]) as pilot:
+
+    def every_hook(message: Message) -> None:
+        for each in hook_box:
+            each(message)
+
+    async with app.run_test(size=SIZE, message_hook=every_hook) as pilot:
         await pilot.pause(0.2)
         target.append(input_of())
         driver = app._driver
