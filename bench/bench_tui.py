@@ -317,20 +317,31 @@ def spread(latencies: list[float]) -> tuple[float, float, float, float]:
     return (percentile(latencies, 0.50), percentile(latencies, 0.95), percentile(latencies, 0.99), max(latencies))
 
 
-def round_apart(side: str, chunks: int) -> dict[str, Any]:
-    """One round of (a)'s `side` in a process of its own (`--apart`)."""
-    done = subprocess.run([sys.executable, __file__, "--solo-side", side, "--chunks", str(chunks)],
-                          capture_output=True, text=True, check=True)
-    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
-    return result
+def in_child(side: str, rounds: int, chunks: int, young: int | None = None) -> list[dict[str, Any]]:
+    """`rounds` rounds of (a)'s `side` ("ctxtui" or "peer") in a process of its own (`--apart`, (c));
+    `young`: the youngest collector threshold ctxtui sets at its first frame (None: its own)."""
+    command = [sys.executable, __file__, "--child", side, "--rounds", str(rounds), "--chunks", str(chunks)]
+    if young is not None:
+        command += ["--young", str(young)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    results: list[dict[str, Any]] = json.loads(done.stdout.splitlines()[-1])
+    return results
 
 
-async def solo_side(side: str, chunks: int) -> dict[str, Any]:
-    """(a)'s round of `side`, in a child process (`--apart`)."""
-    if side == "peer":
-        return await bench_stream_peer(chunks)
+async def child_rounds(side: str, rounds: int, chunks: int, young: int | None) -> list[dict[str, Any]]:
+    """`in_child`'s rounds, run in the child process: each round's figures."""
+    if young is not None:
+        startup.YOUNG_THRESHOLD = young  # read by resume_collector at the first frame
+    results = []
     with tempfile.TemporaryDirectory(prefix="ctxtui-bench-") as tmp:
-        return await bench_stream(Path(tmp), chunks)
+        for number in range(rounds):
+            if side == "peer":
+                results.append(await bench_stream_peer(chunks))
+                continue
+            workdir = Path(tmp) / f"child{number}"
+            workdir.mkdir()
+            results.append(await bench_stream(workdir, chunks))
+    return results
 
 
 async def typing_rounds(root: Path, rounds: int, chunks: int, apart: bool = False) -> dict[str, Any]:
@@ -346,7 +357,7 @@ async def typing_rounds(root: Path, rounds: int, chunks: int, apart: bool = Fals
         workdir = root / f"stream{number}"
         workdir.mkdir()
         if apart:
-            pair = {side: round_apart(side, chunks) for side in (("ctxtui", "peer") if number % 2 == 0 else ("peer", "ctxtui"))}
+            pair = {side: in_child(side, 1, chunks)[0] for side in (("ctxtui", "peer") if number % 2 == 0 else ("peer", "ctxtui"))}
             mine, peer = pair["ctxtui"], pair["peer"]
         elif number % 2 == 0:
             mine = await bench_stream(workdir, chunks)
@@ -391,34 +402,15 @@ async def history_rows(root: Path) -> list[tuple[str, str]]:
 # --- (c) the collector's thresholds, each side in processes of its own ----------------------------------
 
 
-async def solo_rounds(rounds: int, chunks: int, young: int) -> dict[str, list[float]]:
-    """(c), in a child process: `rounds` rounds of (a)'s ctxtui side, the youngest threshold `young`."""
-    startup.YOUNG_THRESHOLD = young  # read by resume_collector at the first frame
-    latencies: list[float] = []
-    lags: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="ctxtui-bench-") as tmp:
-        for number in range(rounds):
-            workdir = Path(tmp) / f"solo{number}"
-            workdir.mkdir()
-            result = await bench_stream(workdir, chunks)
-            latencies += result["latencies"]
-            lags += result["lags"]
-    return {"latencies": latencies, "lags": lags}
-
-
 def collector_rows(chunks: int, processes: int = 4, rounds: int = 3) -> list[tuple[str, str]]:
     pooled: dict[int, dict[str, list[float]]] = {}
     sides = (startup.YOUNG_THRESHOLD, 700)
     for number in range(processes):
         for young in sides if number % 2 == 0 else reversed(sides):
-            done = subprocess.run(
-                [sys.executable, __file__, "--solo-young", str(young), "--rounds", str(rounds), "--chunks", str(chunks)],
-                capture_output=True, text=True, check=True,
-            )
-            figures = json.loads(done.stdout.splitlines()[-1])
             side = pooled.setdefault(young, {"latencies": [], "lags": []})
-            side["latencies"] += figures["latencies"]
-            side["lags"] += figures["lags"]
+            for figures in in_child("ctxtui", rounds, chunks, young):
+                side["latencies"] += figures["latencies"]
+                side["lags"] += figures["lags"]
     ours, python = pooled[sides[0]], pooled[sides[1]]
     mine, theirs = spread(ours["latencies"]), spread(python["latencies"])
     lag_mine = (percentile(ours["lags"], 0.99), max(ours["lags"]))
@@ -477,12 +469,10 @@ if __name__ == "__main__":
     parser.add_argument("--collector", action="store_true", help="also run (c), the collector's thresholds")
     parser.add_argument("--apart", action="store_true",
                         help="(a): each round of each side in a process of its own (each with its own collector)")
-    parser.add_argument("--solo-young", type=int, help=argparse.SUPPRESS)  # (c)'s child processes
-    parser.add_argument("--solo-side", choices=("ctxtui", "peer"), help=argparse.SUPPRESS)  # --apart's
+    parser.add_argument("--child", choices=("ctxtui", "peer"), help=argparse.SUPPRESS)  # in_child's processes
+    parser.add_argument("--young", type=int, help=argparse.SUPPRESS)
     options = parser.parse_args()
-    if options.solo_side is not None:
-        print(json.dumps(asyncio.run(solo_side(options.solo_side, options.chunks))))
-    elif options.solo_young is not None:
-        print(json.dumps(asyncio.run(solo_rounds(options.rounds, options.chunks, options.solo_young))))
+    if options.child is not None:
+        print(json.dumps(asyncio.run(child_rounds(options.child, options.rounds, options.chunks, options.young))))
     else:
         asyncio.run(main(options.rounds, options.chunks, options.history, options.collector, options.apart))
