@@ -89,7 +89,8 @@ class KeysFooter(Footer):
         if len(keep) != len(current) or any(not isinstance(widget, FooterKey) for widget in wanted):
             await self.recompose()
             return
-        kept = [keep[shown(widget, state=False)] for widget in wanted if shown(widget, state=False) in keep]
+        olds = [keep.get(shown(widget, state=False)) for widget in wanted]  # each wanted key's kept twin, or None
+        kept = [old for old in olds if old is not None]
         if kept != [widget for widget in current if widget in kept]:  # the order changed: start again
             await self.recompose()
             return
@@ -100,8 +101,7 @@ class KeysFooter(Footer):
             # whose only change is being greyed out (a turn starts or ends) is updated in place
             anchor: Widget | None = None
             run: list[Widget] = []
-            for widget in [*wanted, None]:
-                old = keep.get(shown(widget, state=False)) if widget is not None else None
+            for widget, old in [*zip(wanted, olds, strict=True), (None, None)]:
                 if widget is not None and old is None:
                     run.append(widget)
                     continue
