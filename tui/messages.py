@@ -6,20 +6,32 @@ and posts it to the main screen; handlers are `@on(...)` methods on `MainScreen`
 piece before is still waiting in the screen's queue joins that message (`Streamed.absorb`) instead
 of queueing one more. A stream of thousands of chunks thus keeps at most one message waiting, and
 the screen goes idle between them, which is when Textual lays out and paints: one message per chunk
-kept the queue full, so nothing was painted until the stream ended and then everything at once. Wrapping (rather than re-declaring the fields)
-keeps the core's dataclasses the single source of truth. The wrappers are plain classes (one
-generic `EventMessage`), not dataclasses: eighteen dataclasses cost the app's start ~10 ms.
+kept the queue full, so nothing was painted until the stream ended and then everything at once.
+
+Wrapping (rather than re-declaring the fields) keeps the core's dataclasses the single source of
+truth. The wrappers are plain classes (one generic `EventMessage`), not dataclasses: eighteen
+dataclasses cost the app's start ~10 ms.
 """
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from textual.message import Message
 
 from core import events as core
 
 E = TypeVar("E")
+
+
+class HasText(Protocol):
+    """A streamed event: assistant text or a tool's output."""
+
+    @property
+    def text(self) -> str: ...
+
+
+S = TypeVar("S", bound=HasText)
 
 
 class TurnMessage(Message, bubble=False):
@@ -39,17 +51,13 @@ class TurnStarted(EventMessage["core.TurnStarted"], bubble=False):
     pass
 
 
-class Streamed(EventMessage[E], bubble=False):
+class Streamed(EventMessage[S], bubble=False):
     """A streamed piece of text, and those that came after it before the screen took it."""
 
-    def __init__(self, event: E) -> None:
+    def __init__(self, event: S) -> None:
         super().__init__(event)
-        self.pieces = [self.text_of(event)]
+        self.pieces = [event.text]
         self.taken = False
-
-    @staticmethod
-    def text_of(event: Any) -> str:
-        return str(event.text)
 
     def joins(self, event: Any) -> bool:
         """Whether `event` continues this message's stream (same type, same source)."""
@@ -59,7 +67,7 @@ class Streamed(EventMessage[E], bubble=False):
         """Take `event`'s piece if this message is still waiting and `event` continues its stream."""
         if self.taken or not self.joins(event):
             return False
-        self.pieces.append(self.text_of(event))
+        self.pieces.append(event.text)
         return True
 
     def take(self) -> str:

@@ -41,8 +41,8 @@ def resume_collector() -> None:
     if _paused:
         _paused = False
         gc.freeze()
-        _young, middle, old = gc.get_threshold()
-        gc.set_threshold(max(_young, YOUNG_THRESHOLD), middle, old)
+        young, middle, old = gc.get_threshold()
+        gc.set_threshold(max(young, YOUNG_THRESHOLD), middle, old)
         gc.enable()
 
 
