@@ -17,6 +17,8 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
+from textual.geometry import Size
+from textual.reactive import Reactive
 from textual.timer import Timer
 from textual.widget import Widget
 
@@ -40,7 +42,17 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
 class Transcript(VerticalScroll, can_focus=False):
-    """The scrolling column of chat blocks."""
+    """The scrolling column of chat blocks.
+
+    What it draws itself (its background and padding) does not depend on how tall its content is, so
+    growing does not repaint it: Textual's own `virtual_size` repaints a scroll container whenever its
+    content grows, which while a reply streams meant drawing every line of the column again on every
+    frame, and with it every layer beneath (about a third of a streaming frame's rendering). The
+    scrollbar repaints itself; a new size (`Widget._size_updated`) or a scrollbar appearing or going
+    (`show_vertical_scrollbar`) still repaints the column.
+    """
+
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=True, repaint=False)
 
     DEFAULT_CSS = """
     Transcript {
