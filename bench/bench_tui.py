@@ -15,6 +15,10 @@
     collection later does not walk the start-up heap again; the peer starts as a plain Textual app.
     Both run in this one process, so a later round of either finds the heap the earlier ones left,
     and the peer runs with the collector thresholds ctxtui set at its first frame (tui/startup.py).
+    Each side's stream starts once its app has finished starting: for ctxtui, once the work it
+    defers past the first frame is done (the agent settled, the tokenizer loaded for the first
+    forecast, no worker running); that work (tiktoken's encoder alone holds the interpreter for
+    ~0.1 s) is start-up, not streaming, and the peer has none. `--apart` rounds start the same way.
     `--apart` runs each round of each side in a process of its own instead: each with its own
     collector, and every ctxtui round then is the first turn of a freshly started app.
 (b) A long history (`--history`). The app starts on an agent whose history already holds N messages (a
@@ -147,9 +151,10 @@ class MarkdownPeer(App[None]):
 
 async def keys_during(
     app: App[Any], hook_box: list[Callable[[Message], None]], start: Callable[[], Any], done: Callable[[], bool],
-    input_of: Callable[[], TextArea],
+    input_of: Callable[[], TextArea], ready: Callable[[], bool] = lambda: True,
 ) -> dict[str, Any]:
-    """Send a key every 50 ms from a thread while `start()`'s stream runs; latencies until applied."""
+    """Send a key every 50 ms from a thread while `start()`'s stream runs; latencies until applied.
+    The stream starts once `ready()` says the app has finished starting."""
     changed: list[float] = []  # dispatch times of the input's TextArea.Changed (one per key)
     seen: dict[int, Message] = {}  # holds the messages too, so that their ids are not reused
     target: list[TextArea] = []  # the input, looked up once: the hook must not query during shutdown
@@ -173,6 +178,8 @@ async def keys_during(
 
     async with app.run_test(size=SIZE, message_hook=every_hook) as pilot:
         await pilot.pause(0.2)
+        await wait_for(pilot, ready, within=60)
+        await pilot.pause(0.05)
         target.append(input_of())
         driver = app._driver
         assert driver is not None
@@ -225,8 +232,13 @@ async def bench_stream(workdir: Path, tokens: int = TOKENS) -> dict[str, Any]:
     async def start() -> None:
         await app.submit("stream please")
 
+    def settled() -> bool:
+        """ctxtui's start-up is over: the agent settled, the first forecast's tokenizer loaded, no worker running."""
+        return (app.main.agent_settled.is_set() and agent.tokens.loaded
+                and not any(worker.is_running for worker in app.workers))
+
     result = await keys_during(app, [on_finished], start, lambda: bool(finished) and app.turns_completed >= 1,
-                               lambda: app.chat.input)
+                               lambda: app.chat.input, settled)
     result["text_ok"] = agent.messages[-1]["content"][0]["text"] == "".join(model.fragments())
     await agent.aclose()
     return result
