@@ -92,3 +92,34 @@ async def test_a_streamed_reply_ends_where_the_same_text_at_once_would() -> None
         await vertical.update(EVERY_KIND)
         await pilot.pause()
         assert placements(stream) == placements(vertical)
+
+
+class Alone(App[None]):
+    def compose(self) -> ComposeResult:
+        yield AssistantBlock(id="stream")
+
+
+async def test_a_block_that_grew_as_it_streamed_looks_as_it_does_drawn_afresh() -> None:
+    """The block repaints only the rows it gains (and its bottom gutter, which moves down): what it
+    shows after streaming must be what a full repaint of every widget draws. Here it has a background
+    and a bottom border of its own, so a row left as drawn before would show; the column is narrow,
+    so every piece adds rows; a frame after each piece, as while a reply streams."""
+    app = Alone()
+    async with app.run_test(size=(48, 160)) as pilot:
+        block = app.query_one("#stream", AssistantBlock)
+        block.styles.background = "darkblue"
+        block.styles.border_bottom = ("heavy", "red")
+        writer = AssistantBlock.get_stream(block)
+        heights = []
+        for start in range(0, len(EVERY_KIND), 23):
+            await writer.write(EVERY_KIND[start:start + 23])
+            await pilot.pause()
+            heights.append(block.region.height)
+        await writer.stop()
+        await pilot.pause()
+        assert len(set(heights)) > 10  # it did grow, many times
+        streamed = app.export_screenshot()
+        for widget in [block, *block.walk_children()]:
+            widget.refresh()
+        await pilot.pause()
+        assert app.export_screenshot() == streamed
