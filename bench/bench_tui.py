@@ -10,17 +10,18 @@
     measured the same way in the same run: the rounds alternate ctxtui and the peer (the order
     rotating), the latencies of all rounds are pooled per side, and the ratios of their p50, p95 and
     p99 are printed (goal: p95 and p99 within 1.2x). The event loop's lag is sampled with a 10 ms
-    sleep loop. ctxtui starts as the `ctxtui` command starts it: the cyclic collector paused until
-    the first frame, which then freezes what the start allocated (tui/startup.py), so a full
-    collection later does not walk the start-up heap again; the peer starts as a plain Textual app.
-    Both run in this one process, so a later round of either finds the heap the earlier ones left,
-    and the peer runs with the collector thresholds ctxtui set at its first frame (tui/startup.py).
-    Each side's stream starts once its app has finished starting: for ctxtui, once the work it
-    defers past the first frame is done (the agent settled, the tokenizer loaded for the first
-    forecast, no worker running); that work (tiktoken's encoder alone holds the interpreter for
-    ~0.1 s) is start-up, not streaming, and the peer has none. `--apart` rounds start the same way.
-    `--apart` runs each round of each side in a process of its own instead: each with its own
-    collector, and every ctxtui round then is the first turn of a freshly started app.
+    sleep loop. Each round of each side runs in a process of its own, as each app runs for a person:
+    ctxtui as the `ctxtui` command starts it (the cyclic collector paused until the first frame,
+    which then freezes what the start allocated and sets the youngest generation's threshold:
+    tui/startup.py), the peer as a plain Textual app with Python's own collector, and every ctxtui
+    round is the first turn of a freshly started app. Each side's stream starts once its app has
+    finished starting: for ctxtui, once the work it defers past the first frame is done (the agent
+    settled, the tokenizer loaded for the first forecast, no worker running); that work (tiktoken's
+    encoder alone holds the interpreter for ~0.1 s) is start-up, not streaming, and the peer has none.
+    `--shared` runs every round of both sides in this one process instead (the mode before): a later
+    round of either then finds the heap, the imports and the collector thresholds the earlier ones
+    left, so the peer runs with the collector ctxtui tuned at its first frame and with the Markdown
+    modules ctxtui imported, and a gain of ctxtui's own shows up as the peer's too.
 (b) A long history (`--history`). The app starts on an agent whose history already holds N messages (a
     realistic mix: request, assistant text + tool_use, tool_result, reply). We time start-up until
     the tree holds every message (N = 0 and N = 5,000), and then the cost of one more message: append
@@ -31,10 +32,10 @@
     it once the first frame is painted (tui/startup.py: the youngest generation collected every
     YOUNG_THRESHOLD allocations) against Python's own thresholds (700). Here each side runs in
     processes of its own (three rounds each, the sides alternating, four processes per side), since
-    the thresholds are per process: in (a) the peer, in the same process, would share them. The
-    ratios are of the pooled key latencies' percentiles, and of the event loop's lag.
+    the thresholds are per process. The ratios are of the pooled key latencies' percentiles, and of
+    the event loop's lag.
 
-Run: python bench/bench_tui.py [--rounds N] [--chunks N] [--history] [--collector]   (prints the figures; no assertions)
+Run: python bench/bench_tui.py [--rounds N] [--chunks N] [--shared] [--history] [--collector]   (prints the figures; no assertions)
 """
 
 from __future__ import annotations
@@ -330,7 +331,7 @@ def spread(latencies: list[float]) -> tuple[float, float, float, float]:
 
 
 def in_child(side: str, rounds: int, chunks: int, young: int | None = None) -> list[dict[str, Any]]:
-    """`rounds` rounds of (a)'s `side` ("ctxtui" or "peer") in a process of its own (`--apart`, (c));
+    """`rounds` rounds of (a)'s `side` ("ctxtui" or "peer") in a process of its own ((a), (c));
     `young`: the youngest collector threshold ctxtui sets at its first frame (None: its own)."""
     command = [sys.executable, __file__, "--child", side, "--rounds", str(rounds), "--chunks", str(chunks)]
     if young is not None:
@@ -356,9 +357,10 @@ async def child_rounds(side: str, rounds: int, chunks: int, young: int | None) -
     return results
 
 
-async def typing_rounds(root: Path, rounds: int, chunks: int, apart: bool = False) -> dict[str, Any]:
+async def typing_rounds(root: Path, rounds: int, chunks: int, apart: bool = True) -> dict[str, Any]:
     """(a): `rounds` rounds of ctxtui and the peer, alternating which goes first; latencies pooled per
-    side. `apart`: each round of each side in a process of its own (each with its own collector)."""
+    side. `apart`: each round of each side in a process of its own (each with its own collector);
+    otherwise all in this process (`--shared`)."""
     ours: list[float] = []
     peers: list[float] = []
     lags: list[float] = []
@@ -442,7 +444,7 @@ def collector_rows(chunks: int, processes: int = 4, rounds: int = 3) -> list[tup
     ]
 
 
-async def main(rounds: int, chunks: int, with_history: bool, collector: bool = False, apart: bool = False) -> None:
+async def main(rounds: int, chunks: int, with_history: bool, collector: bool = False, apart: bool = True) -> None:
     with tempfile.TemporaryDirectory(prefix="ctxtui-bench-") as tmp:
         root = Path(tmp)
         typing = await typing_rounds(root, rounds, chunks, apart)
@@ -453,7 +455,8 @@ async def main(rounds: int, chunks: int, with_history: bool, collector: bool = F
     ours, peer = spread(typing["ours"]), spread(typing["peer"])
     figures = " / ".join
     rows = [
-        (f"(a) typing while {chunks:,} chunks stream, {rounds} rounds (a key every 50 ms)",
+        (f"(a) typing while {chunks:,} chunks stream, {rounds} rounds (a key every 50 ms), "
+         + ("each round a process of its own" if apart else "all in one process (--shared)"),
          f"{typing['sent']} keys sent, {typing['typed']} in the prompt"),
         ("    ctxtui: key latency p50 / p95 / p99 / worst", figures(ms(value) for value in ours)),
         ("    peer (minimal app, Markdown.get_stream, same chunks): same", figures(ms(value) for value in peer)),
@@ -475,16 +478,16 @@ async def main(rounds: int, chunks: int, with_history: bool, collector: bool = F
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--rounds", type=int, default=4, help="rounds of ctxtui and the peer (default 4)")
+    parser.add_argument("--rounds", type=int, default=8, help="rounds of ctxtui and the peer (default 8)")
     parser.add_argument("--chunks", type=int, default=TOKENS, help=f"chunks per stream (default {TOKENS:,})")
     parser.add_argument("--history", action="store_true", help="also run (b), the long history")
     parser.add_argument("--collector", action="store_true", help="also run (c), the collector's thresholds")
-    parser.add_argument("--apart", action="store_true",
-                        help="(a): each round of each side in a process of its own (each with its own collector)")
+    parser.add_argument("--shared", action="store_true",
+                        help="(a): every round of both sides in this one process (they share heap, imports and collector)")
     parser.add_argument("--child", choices=("ctxtui", "peer"), help=argparse.SUPPRESS)  # in_child's processes
     parser.add_argument("--young", type=int, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child is not None:
         print(json.dumps(asyncio.run(child_rounds(options.child, options.rounds, options.chunks, options.young))))
     else:
-        asyncio.run(main(options.rounds, options.chunks, options.history, options.collector, options.apart))
+        asyncio.run(main(options.rounds, options.chunks, options.history, options.collector, not options.shared))
