@@ -101,9 +101,9 @@ class Alone(App[None]):
 
 async def test_a_block_that_grew_as_it_streamed_looks_as_it_does_drawn_afresh() -> None:
     """The block repaints only the rows it gains (and its bottom gutter, which moves down): what it
-    shows after streaming must be what a full repaint of every widget draws. Here it has a background
-    a left and a bottom border of its own, so a row left as drawn before would show; the column is narrow,
-    so every piece adds rows; a frame after each piece, as while a reply streams."""
+    shows after streaming must be what a full repaint of every widget draws. Here it has a background,
+    a left border and a bottom border of its own, so a row left as drawn before would show; the column
+    is narrow, so every piece adds rows; a frame after each piece, as while a reply streams."""
     app = Alone()
     async with app.run_test(size=(48, 160)) as pilot:
         block = app.query_one("#stream", AssistantBlock)
