@@ -35,7 +35,14 @@
     the thresholds are per process. The ratios are of the pooled key latencies' percentiles, and of
     the event loop's lag.
 
-Run: python bench/bench_tui.py [--rounds N] [--chunks N] [--shared] [--history] [--collector]   (prints the figures; no assertions)
+(d) Frames while a reply grows (`--frames`): what each frame of a stream costs, without keys and
+    without timing noise from how fast the stream runs. Each side writes the same 20 fragments at a
+    time into its Markdown stream (the chat's, as a reply streams; the peer's own
+    `Markdown.get_stream()`), then waits for the screen to be idle (a frame drawn). The time spent in
+    the screen's frame callback (layout and render) is summed over the whole reply, for ctxtui's
+    chat and for (a)'s peer, alternating over three rounds in this process; the medians are compared.
+
+Run: python bench/bench_tui.py [--rounds N] [--chunks N] [--shared] [--history] [--collector] [--frames]   (prints the figures; no assertions)
 """
 
 from __future__ import annotations
@@ -413,6 +420,82 @@ async def history_rows(root: Path) -> list[tuple[str, str]]:
     ]
 
 
+# --- (d) frames while a reply grows ----------------------------------------------------------------------
+
+
+async def frames_while_growing(side: str, workdir: Path, chunks: int, step: int = 20) -> tuple[float, int]:
+    """(d): grow `side`'s reply `step` fragments at a time, one frame after each; the seconds spent in
+    the screen's frame callback (`Screen._on_timer_update`: layout and render) and the frames drawn."""
+    from textual.screen import Screen
+
+    spent: list[float] = []
+    frame = Screen._on_timer_update
+
+    def timed(screen: Screen[Any]) -> None:
+        begin = time.perf_counter()
+        try:
+            frame(screen)
+        finally:
+            spent.append(time.perf_counter() - begin)
+
+    fragments = ChunkModel(chunks).fragments()
+    app: App[Any]
+    agent = None
+    if side == "peer":
+        app = MarkdownPeer()
+    else:
+        agent = make_agent(workdir, ChunkModel(chunks))
+        app = CtxApp(agent)
+    Screen._on_timer_update = timed  # type: ignore[method-assign,assignment]
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause(0.5)
+            if isinstance(app, CtxApp):
+                await wait_for(pilot, lambda: app.main.agent_settled.is_set() and not any(
+                    worker.is_running for worker in app.workers))
+            await pilot.pause()
+            spent.clear()
+            # both through Markdown.get_stream(): the peer's own, and the chat's (ChatPane.add_text)
+            stream = Markdown.get_stream(app.query_one("#peer-md", Markdown)) if isinstance(app, MarkdownPeer) else None
+            for start in range(0, len(fragments), step):
+                text = "".join(fragments[start : start + step])
+                if stream is not None:
+                    await stream.write(text)
+                elif isinstance(app, CtxApp):
+                    await app.chat.add_text(text)
+                await pilot.pause()
+                await pilot.pause()
+            if stream is not None:
+                await stream.stop()
+            elif isinstance(app, CtxApp):
+                await app.chat.end_assistant()
+            await pilot.pause()
+            total, count = sum(spent), len(spent)
+    finally:
+        Screen._on_timer_update = frame  # type: ignore[method-assign]
+    if agent is not None:
+        await agent.aclose()
+    return total, count
+
+
+async def frames_rows(root: Path, chunks: int, rounds: int = 3) -> list[tuple[str, str]]:
+    totals: dict[str, list[float]] = {"ctxtui": [], "peer": []}
+    for number in range(rounds):
+        for side in ("ctxtui", "peer") if number % 2 == 0 else ("peer", "ctxtui"):
+            workdir = root / f"frames-{side}{number}"
+            workdir.mkdir()
+            total, _count = await frames_while_growing(side, workdir, chunks)
+            totals[side].append(total)
+    mine, theirs = statistics.median(totals["ctxtui"]), statistics.median(totals["peer"])
+    return [
+        (f"(d) frames while a {chunks:,}-fragment reply grows 20 at a time, median of {rounds} rounds",
+         "time in the screen's frames (layout + render)"),
+        ("    ctxtui's chat / the peer", f"{ms(mine)} / {ms(theirs)}  ({mine / theirs:.2f}x)"),
+        ("    each round: ctxtui / peer", ", ".join(f"{ms(a)} / {ms(b)}" for a, b in zip(
+            totals["ctxtui"], totals["peer"], strict=True))),
+    ]
+
+
 # --- (c) the collector's thresholds, each side in processes of its own ----------------------------------
 
 
@@ -444,11 +527,14 @@ def collector_rows(chunks: int, processes: int = 4, rounds: int = 3) -> list[tup
     ]
 
 
-async def main(rounds: int, chunks: int, with_history: bool, collector: bool = False, apart: bool = True) -> None:
+async def main(rounds: int, chunks: int, with_history: bool, collector: bool = False, apart: bool = True,
+               frames: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="ctxtui-bench-") as tmp:
         root = Path(tmp)
         typing = await typing_rounds(root, rounds, chunks, apart)
         extra = await history_rows(root) if with_history else []
+        if frames:
+            extra += await frames_rows(root, chunks)
     if collector:
         extra += collector_rows(chunks)
 
@@ -482,6 +568,7 @@ if __name__ == "__main__":
     parser.add_argument("--chunks", type=int, default=TOKENS, help=f"chunks per stream (default {TOKENS:,})")
     parser.add_argument("--history", action="store_true", help="also run (b), the long history")
     parser.add_argument("--collector", action="store_true", help="also run (c), the collector's thresholds")
+    parser.add_argument("--frames", action="store_true", help="also run (d), the frames while a reply grows")
     parser.add_argument("--shared", action="store_true",
                         help="(a): every round of both sides in this one process (they share heap, imports and collector)")
     parser.add_argument("--child", choices=("ctxtui", "peer"), help=argparse.SUPPRESS)  # in_child's processes
@@ -490,4 +577,5 @@ if __name__ == "__main__":
     if options.child is not None:
         print(json.dumps(asyncio.run(child_rounds(options.child, options.rounds, options.chunks, options.young))))
     else:
-        asyncio.run(main(options.rounds, options.chunks, options.history, options.collector, not options.shared))
+        asyncio.run(main(options.rounds, options.chunks, options.history, options.collector, not options.shared,
+                         options.frames))
