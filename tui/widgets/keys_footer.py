@@ -67,7 +67,10 @@ class KeysFooter(Footer):
         if not screen.app.app_focus:
             return
         if self.is_attached and screen is self.screen:
-            self.call_after_refresh(self._update_keys)
+            # next, not after the next refresh (as Textual's footer does): the keys change in the
+            # same frame as what changed them (a turn's start greys keys and adds esc), instead of a
+            # second frame that lays the whole screen out again
+            self.call_next(self._update_keys)
 
     async def _update_keys(self) -> None:
         """Bring the keys up to date, keeping each one that shows the same as before (one update at
