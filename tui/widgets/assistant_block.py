@@ -3,7 +3,8 @@
 Its blocks are laid out with Textual's stream layout (as the transcript's are), which keeps the
 placements of the blocks that did not change: while a long reply streams, each frame measures the
 paragraph that grew, not all of them again. The stream layout sizes every block by its content, so
-the one fixed height among Markdown's blocks, the horizontal rule's, is kept with `max-height`.
+the one fixed height among Markdown's blocks, the horizontal rule's, is kept with `max-height`, and a
+block whose inner widget changed size is measured again (tui/widgets/stream_layout.py).
 
 Growing taller repaints only the rows it gained (and its bottom gutter, which moves down). What the
 block draws itself (its padding and background; its Markdown blocks draw the text) is the same on
@@ -17,8 +18,15 @@ milliseconds to import): the chat imports it on the first block it shows, after 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.geometry import Region, Size
 from textual.widgets import Markdown
+
+from tui.widgets.stream_layout import count_nested_requests
+
+if TYPE_CHECKING:
+    from textual.layout import Layout
 
 
 class AssistantBlock(Markdown):
@@ -37,6 +45,9 @@ class AssistantBlock(Markdown):
 
     _gained: Region | None = None
     """While Textual takes a new size that only adds rows: those rows, from the old bottom gutter on."""
+
+    def pre_layout(self, layout: Layout) -> None:
+        count_nested_requests(self)  # a fence whose code grew, an item of a list (tui/widgets/stream_layout.py)
 
     def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
         old = self._size

@@ -30,10 +30,12 @@ from tui.widgets.chat_blocks import CompactionNotice, ErrorLine, NoticeLine, Use
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_replay import replay_specs
 from tui.widgets.line import Line
+from tui.widgets.stream_layout import count_nested_requests
 from tui.widgets.thinking_block import ThinkingBlock, thinking_blocks
 from tui.widgets.tool_block import ToolBlock
 
 if TYPE_CHECKING:
+    from textual.layout import Layout
     from textual.widgets.markdown import MarkdownStream
 
     from tui.widgets.assistant_block import AssistantBlock
@@ -53,6 +55,9 @@ class Transcript(VerticalScroll, can_focus=False):
     """
 
     virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=True, repaint=False)
+
+    def pre_layout(self, layout: Layout) -> None:
+        count_nested_requests(self)  # a reply whose paragraph grew (tui/widgets/stream_layout.py)
 
     DEFAULT_CSS = """
     Transcript {

@@ -4,9 +4,13 @@ whether the text came at once or streamed in pieces."""
 
 from __future__ import annotations
 
+import pytest
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal
+from textual.screen import Screen
 from textual.widget import Widget
+from textual.widgets import Label
+from textual.widgets.markdown import MarkdownFence
 
 from tui.widgets.assistant_block import AssistantBlock
 
@@ -124,3 +128,37 @@ async def test_a_block_that_grew_as_it_streamed_looks_as_it_does_drawn_afresh() 
             widget.refresh()
         await pilot.pause()
         assert app.export_screenshot() == streamed
+
+
+async def test_a_nested_widget_that_grows_moves_the_blocks_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Textual's stream layout measures again only the blocks that asked for a layout (and those after
+    them). The code of a fence is a widget inside its block: when it grows in the same frame as a
+    later block asks for a layout, the fence must be measured again in that frame, or it keeps its
+    old height and every block after it stands too high until something lays the reply out again
+    (seen in a real terminal under load: a reply's last screenful a row off). Every frame's layout
+    is recorded."""
+    app = Side()
+    frames: list[list[tuple[str, int, int, int]]] = []
+    lay_out = Screen._refresh_layout
+
+    def recorded(screen: Screen[object], *args: object, **kwargs: object) -> None:
+        lay_out(screen, *args, **kwargs)  # type: ignore[arg-type]
+        if screen.is_attached and screen.query("#stream"):
+            frames.append(placements(screen.query_one("#stream", AssistantBlock)))
+
+    monkeypatch.setattr(Screen, "_refresh_layout", recorded)
+    async with app.run_test(size=(140, 80)) as pilot:
+        stream, vertical = app.query_one("#stream", AssistantBlock), app.query_one("#vertical", VerticalTwin)
+        text = "```\none\n```\n\nafter it\n\n---\n\nthe end\n"
+        await stream.update(text)
+        await vertical.update(text)
+        await pilot.pause()
+        frames.clear()
+        for block in (stream, vertical):
+            block.query_one(MarkdownFence).query_one(Label).update("one\ntwo\nthree\nfour")
+            block.query("MarkdownParagraph").first().refresh(layout=True)  # a later block, in the same frame
+        await pilot.pause()
+        expected = placements(vertical)
+        assert frames, "no frame was laid out"
+        assert frames[0] == expected  # the first frame after the change, not only a later one
+        assert placements(stream) == expected
