@@ -50,6 +50,20 @@ def long_reply() -> str:
 THUMB = str.maketrans(dict.fromkeys("▁▂▃▄▅▆▇█", " "))  # the glyphs of a scrollbar thumb's partial ends
 
 
+def settled_rows(tmux: Tmux, timeout: float = 20) -> list[str]:
+    """The transcript's rows once they stay the same for half a second (a loaded machine may still
+    be drawing the turn's last frames, or be halfway through writing one, when a capture is taken)."""
+    deadline = time.monotonic() + timeout
+    rows = transcript_rows(tmux)
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        again = transcript_rows(tmux)
+        if again == rows:
+            return rows
+        rows = again
+    raise AssertionError("the transcript never stopped changing:\n" + "\n".join(rows))
+
+
 def transcript_rows(tmux: Tmux) -> list[str]:
     """The transcript's rows (between the title bar and the prompt's top border), the scrollbar's
     thumb blanked."""
@@ -79,14 +93,12 @@ def test_a_streamed_reply_leaves_the_terminal_as_a_full_repaint_draws_it() -> No
             tmux.run("send-keys", "-t", tmux.session, "Enter", check=True)
             wait_until(lambda: "word1_0" in tmux.screen(), 20, "the reply to start", tmux)
             wait_until(lambda: LAST in tmux.screen() and "working" not in tmux.screen(), 40, "the reply's end", tmux)
-            time.sleep(0.5)  # the last frames
-            painted = transcript_rows(tmux)
+            painted = settled_rows(tmux)
 
             tmux.run("resize-window", "-t", tmux.session, "-x", str(WIDTH - 20), "-y", str(HEIGHT), check=True)
             wait_until(lambda: transcript_rows(tmux) != painted, 10, "the narrower layout", tmux)
             tmux.run("resize-window", "-t", tmux.session, "-x", str(WIDTH), "-y", str(HEIGHT), check=True)
-            time.sleep(1.0)
-            repainted = transcript_rows(tmux)
+            repainted = settled_rows(tmux)
 
             assert LAST in "\n".join(painted)
             assert "item 8.3" in "\n".join(painted)  # a screenful of the reply, not an empty pane
