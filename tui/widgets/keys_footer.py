@@ -50,6 +50,7 @@ class KeysFooter(Footer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._updating = asyncio.Lock()
+        self._updated_once = False
 
     def compose(self) -> ComposeResult:
         # The screen's and the app's keys are known before anything has focus: they are in the first
@@ -67,15 +68,20 @@ class KeysFooter(Footer):
         if not screen.app.app_focus:
             return
         if self.is_attached and screen is self.screen:
-            # next, not after the next refresh (as Textual's footer does): the keys change in the
-            # same frame as what changed them (a turn's start greys keys and adds esc), instead of a
-            # second frame that lays the whole screen out again
-            self.call_next(self._update_keys)
+            # once the keys have been brought up to date once: next, not after the next refresh (as
+            # Textual's footer does), so they change in the same frame as what changed them (a turn's
+            # start greys keys and adds esc) instead of a second frame that lays the whole screen out
+            # again; the first time after the first frame, which already shows the keys (compose)
+            if self._updated_once:
+                self.call_next(self._update_keys)
+            else:
+                self.call_after_refresh(self._update_keys)
 
     async def _update_keys(self) -> None:
         """Bring the keys up to date, keeping each one that shows the same as before (one update at
         a time: each starts from the keys the one before left)."""
         async with self._updating:
+            self._updated_once = True
             if not self.is_attached or self.app.return_code is not None:
                 return
             try:
