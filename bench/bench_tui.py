@@ -226,6 +226,12 @@ async def keys_during(
     return {"total": total, "latencies": latencies, "keys_sent": len(sent), "keys_typed": typed, "lags": lags}
 
 
+def started(app: CtxApp, agent: Agent) -> bool:
+    """ctxtui's start-up is over: the agent settled, the first forecast's tokenizer loaded, no worker running."""
+    return (app.main.agent_settled.is_set() and agent.tokens.loaded
+            and not any(worker.is_running for worker in app.workers))
+
+
 async def bench_stream(workdir: Path, tokens: int = TOKENS) -> dict[str, Any]:
     model = ChunkModel(tokens)
     agent = make_agent(workdir, model)
@@ -240,13 +246,8 @@ async def bench_stream(workdir: Path, tokens: int = TOKENS) -> dict[str, Any]:
     async def start() -> None:
         await app.submit("stream please")
 
-    def settled() -> bool:
-        """ctxtui's start-up is over: the agent settled, the first forecast's tokenizer loaded, no worker running."""
-        return (app.main.agent_settled.is_set() and agent.tokens.loaded
-                and not any(worker.is_running for worker in app.workers))
-
     result = await keys_during(app, [on_finished], start, lambda: bool(finished) and app.turns_completed >= 1,
-                               lambda: app.chat.input, settled)
+                               lambda: app.chat.input, lambda: started(app, agent))
     result["text_ok"] = agent.messages[-1]["content"][0]["text"] == "".join(model.fragments())
     await agent.aclose()
     return result
@@ -423,9 +424,9 @@ async def history_rows(root: Path) -> list[tuple[str, str]]:
 # --- (d) frames while a reply grows ----------------------------------------------------------------------
 
 
-async def frames_while_growing(side: str, workdir: Path, chunks: int, step: int = 20) -> tuple[float, int]:
+async def frames_while_growing(side: str, workdir: Path, chunks: int, step: int = 20) -> float:
     """(d): grow `side`'s reply `step` fragments at a time, one frame after each; the seconds spent in
-    the screen's frame callback (`Screen._on_timer_update`: layout and render) and the frames drawn."""
+    the screen's frame callback (`Screen._on_timer_update`: layout and render)."""
     from textual.screen import Screen
 
     spent: list[float] = []
@@ -450,9 +451,8 @@ async def frames_while_growing(side: str, workdir: Path, chunks: int, step: int 
     try:
         async with app.run_test(size=SIZE) as pilot:
             await pilot.pause(0.5)
-            if isinstance(app, CtxApp):
-                await wait_for(pilot, lambda: app.main.agent_settled.is_set() and not any(
-                    worker.is_running for worker in app.workers))
+            if isinstance(app, CtxApp) and agent is not None:
+                await wait_for(pilot, lambda: started(app, agent))
             await pilot.pause()
             spent.clear()
             # both through Markdown.get_stream(): the peer's own, and the chat's (ChatPane.add_text)
@@ -470,12 +470,12 @@ async def frames_while_growing(side: str, workdir: Path, chunks: int, step: int 
             elif isinstance(app, CtxApp):
                 await app.chat.end_assistant()
             await pilot.pause()
-            total, count = sum(spent), len(spent)
+            total = sum(spent)
     finally:
         Screen._on_timer_update = frame  # type: ignore[method-assign]
     if agent is not None:
         await agent.aclose()
-    return total, count
+    return total
 
 
 async def frames_rows(root: Path, chunks: int, rounds: int = 3) -> list[tuple[str, str]]:
@@ -484,8 +484,7 @@ async def frames_rows(root: Path, chunks: int, rounds: int = 3) -> list[tuple[st
         for side in ("ctxtui", "peer") if number % 2 == 0 else ("peer", "ctxtui"):
             workdir = root / f"frames-{side}{number}"
             workdir.mkdir()
-            total, _count = await frames_while_growing(side, workdir, chunks)
-            totals[side].append(total)
+            totals[side].append(await frames_while_growing(side, workdir, chunks))
     mine, theirs = statistics.median(totals["ctxtui"]), statistics.median(totals["peer"])
     return [
         (f"(d) frames while a {chunks:,}-fragment reply grows 20 at a time, median of {rounds} rounds",
