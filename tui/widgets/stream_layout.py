@@ -25,8 +25,7 @@ def count_nested_requests(container: Widget) -> None:
     if not asked:
         return  # nothing asked: the stream layout measures every child anyway
     for widget in list(pending):  # every ancestor of a widget that asked is recorded
-        node = widget.parent if widget is not container else None
-        child: object = widget
+        child, node = widget, widget.parent  # the container itself and its ancestors walk to the root
         while node is not None and node is not container:
             child, node = node, node.parent
         if node is container and isinstance(child, Widget):
