@@ -1,0 +1,67 @@
+"""Real agents' trajectories as ctxtui histories: recognised by content, never by name.
+
+`read_trajectory(path)` returns a `Trajectory` (model.py) for a file of a kind some reader below
+knows, None for a file none of them recognises, and raises `TrajectoryError` (one line) for a
+recognised file it cannot read. Each reader module has `looks_like(data) -> bool` and
+`read(path, data) -> Trajectory`, where `data` is the file's JSON value, or for a JSON Lines file the
+list of its records (a line that is not JSON is a `core.jsonlines.BadLine` in that list).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from core import jsonlines
+from core.jsonlines import BadLine
+from core.trajectories import swe_agent
+from core.trajectories.model import Trajectory, TrajectoryError
+
+READERS = (swe_agent,)
+"""The readers, tried in this order (the first whose `looks_like` accepts the data reads it)."""
+
+__all__ = ["READERS", "Trajectory", "TrajectoryError", "parse_file", "read_trajectory", "recognise"]
+
+
+def parse_file(path: Path) -> Any:
+    """The file's JSON value, or the list of its JSON Lines records; None when it is neither.
+
+    Only a regular file is read; nesting is bounded (core/jsonlines.py). Raises OSError when it
+    cannot be read and UnicodeDecodeError when it is not UTF-8.
+    """
+    with jsonlines.open_regular(path, follow_symlinks=True) as handle:
+        raw = handle.read()
+    text = raw.decode("utf-8")
+    value = jsonlines.parse_json(text)
+    if not isinstance(value, BadLine):
+        return value
+    if "\n" not in text.strip():
+        return None
+    records = [jsonlines.parse_json(line) for line in text.splitlines() if line.strip()]
+    if all(isinstance(record, BadLine) for record in records):
+        return None
+    return records
+
+
+def recognise(data: Any) -> Any:
+    """The reader module that knows `data`, or None."""
+    for reader in READERS:
+        if reader.looks_like(data):
+            return reader
+    return None
+
+
+def read_trajectory(path: Path, data: Any = None) -> Trajectory | None:
+    """The trajectory in the file at `path` (`data`: its parsed content, when already read)."""
+    if data is None:
+        try:
+            data = parse_file(path)
+        except UnicodeDecodeError as error:
+            raise TrajectoryError(f"{path}: not UTF-8 text ({error.reason})") from None
+        except OSError as error:
+            raise TrajectoryError(f"{path}: cannot be read: {error.strerror or error}") from None
+    reader = recognise(data)
+    if reader is None:
+        return None
+    trajectory: Trajectory = reader.read(path, data)
+    return trajectory
