@@ -12,6 +12,7 @@ file they cannot read raises `TrajectoryError` with one line naming the file and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,7 @@ class HistoryBuilder:
         self._close_calls()
         self._last("user")["content"].append({"type": "text", "text": text})
 
-    def assistant(self, text: str, calls: list[tuple[str, str, dict[str, Any]]] = (), time: float | None = None,
+    def assistant(self, text: str, calls: Sequence[tuple[str, str, dict[str, Any]]] = (), time: float | None = None,
                   extra: list[dict[str, Any]] | None = None) -> None:
         """A model reply: its text, then its tool calls `(id, name, input)` (ids made unique here)."""
         self._close_calls()
