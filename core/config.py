@@ -83,6 +83,10 @@ class Settings:
     compact_trigger_tokens: int = 150_000  # server-compact: compact once the request reaches this many input tokens
     compact_instructions: str = ""  # server-compact: instructions for the server's summary (empty: its own)
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    # `ctxtui proxy`'s bounds (core/proxy/limits.py): what one exchange may hold in memory and on disk
+    proxy_request_limit: int = 256 * 1024 * 1024  # bytes of a request body as sent; a larger one gets a 413
+    proxy_body_limit: int = 32 * 1024 * 1024  # bytes of a request body recorded (inflated at most this far)
+    proxy_reply_limit: int = 32 * 1024 * 1024  # bytes of a reply kept for the recording and the live view
 
     @property
     def use_offline(self) -> bool:
@@ -126,6 +130,11 @@ TOP_LEVEL_HELP: dict[str, str] = {
     "clear_thinking_keep": "server-clear with thinking on: assistant turns whose thinking the API keeps (0: all)",
     "compact_trigger_tokens": "server-compact: the request's input tokens at which the API compacts (at least 50,000)",
     "compact_instructions": "server-compact: instructions for the API's summary (empty: the API's own prompt)",
+    "proxy_request_limit": "ctxtui proxy: bytes of a request body as sent; a larger one is refused with a 413",
+    "proxy_body_limit": "ctxtui proxy: bytes of a request body recorded, once inflated; a larger one is forwarded "
+                        "as sent and recorded without its body",
+    "proxy_reply_limit": "ctxtui proxy: bytes of a reply kept for the recording and the live view; past it the "
+                         "client still gets every byte and the recording says where it was cut",
 }
 TOP_LEVEL_FIELDS: tuple[str, ...] = tuple(TOP_LEVEL_HELP)
 COMPACTION_FIELDS: tuple[str, ...] = tuple(item.name for item in fields(CompactionSettings))

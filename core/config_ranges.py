@@ -66,6 +66,9 @@ TOP_LEVEL_RANGES: dict[str, Range] = {
     "clear_at_least_tokens": Range(0, 100_000_000, "tokens"),
     "clear_thinking_keep": Range(0, 1_000_000, "assistant turns"),
     "compact_trigger_tokens": Range(COMPACT_TRIGGER_MIN, 100_000_000, "tokens"),
+    "proxy_request_limit": Range(1024, 4 * GIGA, "bytes"),
+    "proxy_body_limit": Range(1024, 4 * GIGA, "bytes"),
+    "proxy_reply_limit": Range(1024, 4 * GIGA, "bytes"),
 }
 
 COMPACTION_RANGES: dict[str, Range] = {
