@@ -7,6 +7,11 @@
   unanswered request counts without its mark). A sentence ends at a line break, or at `.`, `!` or
   `?` followed by whitespace; its text is the sentence without surrounding whitespace, a leading list
   marker (`-`, `*`, `•`, `>`, `1.`, `1)`) or its closing `.!?`.
+
+  The cut is linear in the text: a person's prompt of any length, runs of `?` or `!` included, is
+  split in one pass. Every pattern here is anchored at the start, ends with its only unbounded
+  repeat, or has a fixed character before its repeat that the repeat cannot match (so no two tries
+  scan the same run); the closing punctuation is stripped with `str.rstrip`, not a search.
 - path: the `path` input of a read_file, write_file or edit_file call, exactly as given.
 - error: a line of a tool result (its text; a marker ctxtui left in its place is not the tool's
   output) that contains `Error`, `error:`, `FAILED` or `Traceback` (case-sensitive), without
@@ -28,9 +33,9 @@ ERROR_SUBSTRINGS = ("Error", "error:", "FAILED", "Traceback")
 PATH_TOOLS = frozenset({"read_file", "write_file", "edit_file"})
 
 _CONSTRAINT_RE = re.compile(r"\b(?:must|never|always|don't|do\s+not|only|avoid)\b", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_LIST_MARKER = re.compile(r"\A(?:[-*•>]+|\d+[.)])\s+")
-_CLOSING = re.compile(r"[.!?]+\Z")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")  # its one repeat ends the pattern: nothing after it can fail
+_LIST_MARKER = re.compile(r"\A(?:[-*•>]+|\d+[.)])\s+")  # anchored: tried at the start only (`match`)
+CLOSING = ".!?"
 
 FactKey = tuple[str, str]  # (kind, text)
 
@@ -39,8 +44,12 @@ def sentences(text: str) -> Iterator[str]:
     """The sentences of `text` as the constraint rule cuts them (see the module docstring)."""
     for line in text.split("\n"):
         for piece in _SENTENCE_END.split(line):
-            sentence = _LIST_MARKER.sub("", piece.strip())
-            sentence = _CLOSING.sub("", sentence).strip()
+            sentence = piece.strip()
+            marker = _LIST_MARKER.match(sentence)
+            if marker is not None:
+                sentence = sentence[marker.end():]
+            # `[.!?]+\Z` searched from every position of a long run of `?` was quadratic; rstrip is one pass.
+            sentence = sentence.rstrip(CLOSING).strip()
             if sentence:
                 yield sentence
 
