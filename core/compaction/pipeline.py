@@ -472,12 +472,15 @@ class Compactor:
     # --- the calls -----------------------------------------------------------------------------
 
     async def prepare_events(self, messages: Sequence[Message], active_request: str,
-                             hold: bool = False) -> AsyncIterator[CompactionEvent]:
+                             hold: bool = False, masking: bool = False) -> AsyncIterator[CompactionEvent]:
         """The pipeline before a model call, as it happens (see the module docstring); the input is
         never mutated. A failed step ends it with an `Outcome` whose `error` is set and whose messages
         are what the steps before it made (lossless). `hold`: only tool_result_budget runs (the
-        cache-aware timing while the cached prefix is warm: the other steps would rewrite it)."""
-        async for event in self._call(messages, lambda run: self._pipeline(run, messages, active_request, hold)):
+        cache-aware timing while the cached prefix is warm: the other steps would rewrite it).
+        `masking`: tool_result_budget, and micro_compact over the limit; never a snip or a summary
+        (observation masking alone, as `ctxtui replay`'s "masking" engine measures it)."""
+        async for event in self._call(
+                messages, lambda run: self._pipeline(run, messages, active_request, hold, masking)):
             yield event
 
     async def compact_events(
@@ -503,7 +506,8 @@ class Compactor:
             yield event
 
     async def _pipeline(
-        self, run: CompactionRun, messages: Sequence[Message], request: str, hold: bool = False
+        self, run: CompactionRun, messages: Sequence[Message], request: str, hold: bool = False,
+        masking: bool = False,
     ) -> AsyncIterator[Report | None]:
         """The seed's order: lossless before lossy, each step only when the one before it did not
         bring the history under the limit. Yields None after each step (its event goes out then)."""
@@ -511,6 +515,11 @@ class Compactor:
         result = await self.tool_result_budget(messages)
         yield None
         if hold:
+            return
+        if masking:
+            if self.estimate_chars(result) > limit:
+                await self.micro_compact(result, target)
+                yield None
             return
         result = await self.snip_compact(result, request)
         yield None

@@ -17,10 +17,10 @@ offline model's, in a temporary archive; nothing in the workdir is written.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from core.archive import Archive
 from core.compaction import Compactor
@@ -28,7 +28,7 @@ from core.compaction.run import Outcome
 from core.config import Settings
 from core.engines.edits import ServerEngine
 from core.engines.policies import clear_candidates, result_of, seen_from
-from core.engines.pricing import Bill, PrefixCache
+from core.engines.pricing import Bill, Memo, PrefixCache
 from core.engines.sources import Recorded
 from core.events import CompactionStep
 from core.facts.extract import facts_of
@@ -41,9 +41,13 @@ from core.text import visible
 from core.usage.prices import Usage, price_for, window_for
 
 Message = dict[str, Any]
+Observer = Callable[[int, Sequence[Message]], None]
+"""Told each call's number (1-based) and the messages its request sends (replay.py's regret)."""
 ENGINES = ("client", "client cache-aware", "server-clear", "server-compact")
 REPLAY_STAMP = "20000101-000000-1000"  # a replay's transcripts are named alike every time (Archive.stamp)
-CLEARED = "[tool result cleared by context management]"  # the API's placeholder is its own; this stands in
+CLEARED = "[tool result cleared by context management]"
+CLEAR_STEP = "server:clear_tool_uses_20250919"
+COMPACT_STEP = "server:compact_20260112"  # the API's placeholder is its own; this stands in
 
 
 @dataclass
@@ -60,6 +64,7 @@ class EngineRun:
     priced: bool = True
     peak: int = 0
     chars: list[int] = field(default_factory=list)  # estimate_chars of each request's messages
+    steps: dict[str, int] = field(default_factory=dict)  # step -> calls before which it saved something
 
     def record(self) -> dict[str, Any]:
         sizes = self.bill.sizes
@@ -77,14 +82,17 @@ class EngineRun:
 class Replay:
     """The shared state of one engine's replay: the history it keeps, its cache, its compactor."""
 
-    def __init__(self, name: str, recorded: Recorded, settings: Settings, scratch: Path, counter: TokenCounter) -> None:
+    def __init__(self, name: str, recorded: Recorded, settings: Settings, scratch: Path, counter: TokenCounter,
+                 memo: Memo | None = None, observe: Observer | None = None) -> None:
         self.run = EngineRun(name)
         self.recorded = recorded
         self.settings = settings
+        self.scratch = scratch
+        self.observe = observe
         model = priced_model(recorded, settings)
         price = price_for(model)
         self.run.priced = price is not None
-        self.cache = PrefixCache(counter, price, settings.cache_ttl)
+        self.cache = PrefixCache(counter, price, settings.cache_ttl, memo)
         self.run.bill = self.cache.bill
         self.history: list[Message] = []
         self.offline = OfflineModel()
@@ -100,9 +108,11 @@ class Replay:
         self.cache.charge(Usage(input_tokens=self.cache.tokens_of(text), output_tokens=self.cache.tokens_of(summary)))
         return summary
 
-    async def prepare(self, number: int, hold: bool) -> None:
-        """The client pipeline on the history (only tool_result_budget with `hold`)."""
-        await self._apply(number, self.compactor.prepare_events(self.history, current_request(self.history), hold))
+    async def prepare(self, number: int, hold: bool, masking: bool = False) -> None:
+        """The client pipeline on the history (only tool_result_budget with `hold`; with `masking`,
+        tool_result_budget and micro_compact only)."""
+        await self._apply(number, self.compactor.prepare_events(
+            self.history, current_request(self.history), hold, masking))
 
     async def compact_tool(self, number: int, reply: Message | None) -> None:
         """The compact tool, as the agent runs it once its results are in: compact_history now."""
@@ -122,6 +132,7 @@ class Replay:
                 outcome = event
             elif isinstance(event, CompactionStep) and event.saved > 0:
                 fired = True
+                self.run.steps[event.step] = self.run.steps.get(event.step, 0) + 1
         if outcome is not None and outcome.changes:
             self.history = list(outcome.messages)
             if fired:
@@ -131,16 +142,24 @@ class Replay:
         return sum(self.cache.tokens_of(text) for text in
                    self.cache.elements(self.recorded.system, self.recorded.tools, messages))
 
-    def send(self, messages: Sequence[Message], reply: Message | None) -> None:
+    def at(self, number: int) -> float | None:
+        """When call `number` (1-based) was made, as the recording says (None: not recorded)."""
+        times = self.recorded.times
+        return times[number - 1] if number - 1 < len(times) else None
+
+    def send(self, number: int, messages: Sequence[Message], reply: Message | None) -> None:
         """A call's request (what the model reads) priced, with its recorded reply as output."""
         self.run.chars.append(estimate_chars(messages))
-        self.cache.request(self.recorded.system, self.recorded.tools, messages, self.output(reply))
+        self.cache.request(self.recorded.system, self.recorded.tools, messages, self.output(reply),
+                           at=self.at(number))
+        if self.observe is not None:
+            self.observe(number, messages)
 
     def output(self, reply: Message | None) -> int:
         return self.cache.tokens_of(reply.get("content")) if reply is not None else 0
 
 
-async def _client(replay: Replay, cache_aware: bool) -> list[Message]:
+async def _client(replay: Replay, cache_aware: bool, masking: bool = False) -> list[Message]:
     ceiling = replay.settings.cache_ceiling_tokens or (int(replay.window * 0.8) if replay.window else 0)
     previous: Message | None = None
     for number, call in enumerate(replay.recorded.calls, 1):
@@ -148,13 +167,23 @@ async def _client(replay: Replay, cache_aware: bool) -> list[Message]:
         await replay.compact_tool(number, previous)
         previous = call.reply
         hold = cache_aware and (not ceiling or replay.tokens(replay.history) < ceiling)
-        await replay.prepare(number, hold)
-        replay.send(replay.history, call.reply)
+        await replay.prepare(number, hold, masking)
+        replay.send(number, replay.history, call.reply)
         if call.reply is not None:
             replay.history.append(call.reply)
     steps = await replay.compactor.dry_run(replay.history, current_request(replay.history))
     replay.run.next_steps = list(dict.fromkeys(step.step for step in steps
                                                if step.saved > 0 or step.step == "compact_history"))
+    return replay.history
+
+
+async def _none(replay: Replay) -> list[Message]:
+    """Every call as recorded: the whole conversation so far, nothing managed (the baseline)."""
+    for number, call in enumerate(replay.recorded.calls, 1):
+        replay.history.extend(call.added)
+        replay.send(number, replay.history, call.reply)
+        if call.reply is not None:
+            replay.history.append(call.reply)
     return replay.history
 
 
@@ -186,7 +215,9 @@ async def _server_clear(replay: Replay, engine: ServerEngine) -> list[Message]:
         view = cleared_view(replay, engine, replay.history)
         if view is not replay.history and (not replay.run.cuts or replay.run.cuts[-1] != number):
             replay.run.cuts.append(number)
-        replay.send(view, call.reply)
+        if view is not replay.history:
+            replay.run.steps[CLEAR_STEP] = replay.run.steps.get(CLEAR_STEP, 0) + 1
+        replay.send(number, view, call.reply)
         if call.reply is not None:
             replay.history.append(call.reply)
             view = [*view, call.reply]
@@ -204,12 +235,13 @@ async def _server_compact(replay: Replay, engine: ServerEngine) -> list[Message]
             summary = await replay.offline.summarize(dumps(seen), engine.compact_instructions or None)
             replay.run.summaries += 1
             replay.run.cuts.append(number)
+            replay.run.steps[COMPACT_STEP] = replay.run.steps.get(COMPACT_STEP, 0) + 1
             block = {"type": "compaction", "content": summary}
             replay.run.peak = max(replay.run.peak, replay.cache.request(
-                system, tools, seen, replay.cache.tokens_of(summary), sampled=False))
+                system, tools, seen, replay.cache.tokens_of(summary), sampled=False, at=replay.at(number)))
             seen = [{"role": "assistant", "content": [block]}, *call.added]
             reply = {"role": "assistant", "content": [block, *(call.reply or {}).get("content", [])]}
-        replay.send(seen, call.reply)
+        replay.send(number, seen, call.reply)
         if reply is not None:
             replay.history.append(reply)
     return replay.history[seen_from(replay.history):]
@@ -230,24 +262,32 @@ def priced_model(recorded: Recorded, settings: Settings) -> str:
     return settings.model
 
 
+async def run_engine(name: str, replay: Replay) -> list[Message]:
+    """Replay the recorded calls under engine `name` (one of ENGINES or replay.py's names); returns
+    what the model sees at the end."""
+    if name == "none":
+        return await _none(replay)
+    if name.startswith("client") or name == "masking":
+        return await _client(replay, cache_aware=name != "client" and name != "masking", masking=name == "masking")
+    kind: Literal["server-clear", "server-compact"] = "server-clear" if name == "server-clear" else "server-compact"
+    engine = ServerEngine.from_settings(replace(replay.settings, engine=kind))
+    assert engine is not None
+    if engine.kind == "server-clear":
+        return await _server_clear(replay, engine)
+    return await _server_compact(replay, engine)
+
+
 async def compare(recorded: Recorded, settings: Settings) -> dict[str, Any]:
     """The contract's JSON: one record per engine (ENGINES), over the same calls."""
     conversation = [message for call in recorded.calls for message in
                     (*call.added, *([call.reply] if call.reply is not None else []))]
     counter = TokenCounter()
+    memo = Memo(counter)
     records = []
     for name in ENGINES:
         with tempfile.TemporaryDirectory(prefix="ctxtui-compare-") as scratch:
-            replay = Replay(name, recorded, settings, Path(scratch), counter)
-            engine = None if name.startswith("client") else \
-                ServerEngine.from_settings(replace(settings, engine="server-clear" if name == "server-clear"
-                                                   else "server-compact"))
-            if engine is None:
-                visible = await _client(replay, cache_aware=name != "client")
-            elif engine.kind == "server-clear":
-                visible = await _server_clear(replay, engine)
-            else:
-                visible = await _server_compact(replay, engine)
+            replay = Replay(name, recorded, settings, Path(scratch), counter, memo)
+            visible = await run_engine(name, replay)
             replay.run.final_chars = estimate_chars(replay.history)
             replay.run.facts_not_visible = _hidden(conversation, visible)
             records.append(replay.run.record())

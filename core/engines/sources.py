@@ -43,6 +43,7 @@ class Recorded:
     system: Any = None
     tools: list[Any] = field(default_factory=list)
     model: str | None = None
+    times: list[float | None] = field(default_factory=list)  # when each call was made (epoch s), if known
 
 
 def split_calls(messages: list[Message]) -> list[Call]:
