@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=8000, help="--serve: the port (default 8000; 0 picks a free one)")
     parser.add_argument("-v", "--verbose", action="store_true", help="headless: also print tool calls and notices on stderr")
     parser.add_argument("--version", action="version", version=f"ctxtui {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="{sessions,config,inspect,proxy}")
+    commands = parser.add_subparsers(dest="command", metavar="{sessions,config,inspect,proxy,replay}")
     sessions = commands.add_parser("sessions", help="list this workdir's sessions, newest first")
     _common(sessions, suppress=True)
     config = commands.add_parser("config", help="print the effective settings as TOML with their sources")
@@ -115,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="replay the session's requests under every engine and compare context and cost")
     _common(inspect, suppress=True)
     add_proxy_parser(commands)
+    from tui.cli.replay import add_replay_parser
+
+    add_replay_parser(commands, _common)
     return parser
 
 
@@ -401,6 +404,10 @@ def _main(argv: list[str]) -> int:
             from tui.cli.proxy import run_proxy
 
             return run_proxy(args)
+        if args.command == "replay":
+            from tui.cli.replay import run_replay
+
+            return run_replay(args, _compare_settings(args, _config(args)))
         _check_combinations(args)
         prompt = None
         if args.prompt is not None:
