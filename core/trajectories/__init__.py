@@ -14,11 +14,13 @@ from typing import Any
 
 from core import jsonlines
 from core.jsonlines import BadLine
-from core.trajectories import swe_agent
+from core.trajectories import atif, codex, openhands, swe_agent
 from core.trajectories.model import Trajectory, TrajectoryError
 
-READERS = (swe_agent,)
-"""The readers, tried in this order (the first whose `looks_like` accepts the data reads it)."""
+READERS = (atif, codex, swe_agent, openhands)
+"""The readers, tried in this order (the first whose `looks_like` accepts the data reads it): the ones
+that recognise a file by a field only their format has (ATIF's `schema_version`, Codex's `type` +
+`payload` records) first; SWE-agent's chat `role`s and OpenHands' event `source`s never meet."""
 
 __all__ = ["READERS", "Trajectory", "TrajectoryError", "parse_file", "read_trajectory", "recognise"]
 
