@@ -30,13 +30,13 @@ from core.config import Settings
 from core.engines.anchors import AnchorIndex, ResultAnchors, analyse, result_blocks
 from core.engines.compare import Replay, run_engine
 from core.engines.pricing import Memo
-from core.engines.sources import Recorded, split_calls
+from core.engines.sources import Recorded
 from core.history.tokens import TokenCounter
 
 Message = dict[str, Any]
 ENGINES = ("none", "client", "client-cache-aware", "masking", "server-clear", "server-compact")
 DEFAULT_GAP = 30.0  # seconds between calls where the file has no times
-SUFFIXES = (".json", ".jsonl", ".traj")
+SUFFIXES = (".json", ".jsonl", ".traj", ".json.gz", ".jsonl.gz", ".traj.gz")
 BOOTSTRAP = 1_000
 
 
@@ -48,26 +48,17 @@ class ReplayError(ValueError):
 
 
 def load(path: Path) -> Recorded:
-    """The calls of the file at `path`: a trajectory of a known agent, else any history file
-    `ctxtui inspect` reads; ReplayError (one line) when it is neither."""
-    from core.sessions.inspection import Inspected, InspectError
-    from core.trajectories import TrajectoryError, read_trajectory
-
-    try:
-        trajectory = read_trajectory(path)
-    except TrajectoryError as error:
-        raise ReplayError(str(error)) from None
-    if trajectory is not None:
-        inspected = Inspected(path, trajectory.format, trajectory.messages, system=trajectory.system,  # type: ignore[arg-type]
-                              tools=trajectory.tools, workdir=path.parent)
-        return Recorded(inspected, split_calls(trajectory.messages), system=trajectory.system,
-                        tools=list(trajectory.tools), model=trajectory.model, times=timed(trajectory.times))
+    """The calls of the file at `path`: any file `ctxtui inspect` reads, another agent's trajectory
+    included; ReplayError (one line) when it is none."""
     from core.engines.sources import recorded_calls
+    from core.sessions.inspection import InspectError
 
     try:
-        return recorded_calls(path)
+        recorded = recorded_calls(path)
     except InspectError as error:
         raise ReplayError(str(error)) from None
+    recorded.times = timed(recorded.times)
+    return recorded
 
 
 def timed(times: Sequence[float | None]) -> list[float | None]:

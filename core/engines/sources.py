@@ -119,4 +119,6 @@ def recorded_calls(path: Path, system: Any = None, tools: list[Any] | None = Non
         _proxy_calls(path, recorded)
     else:
         recorded.calls = split_calls([*inspected.archived, *inspected.messages])
+        recorded.model = inspected.model
+        recorded.times = list(inspected.times)
     return recorded

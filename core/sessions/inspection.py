@@ -36,7 +36,9 @@ from core.sessions.log import SessionLog, valid_message
 from core.text import plural
 
 Message = dict[str, Any]
-FileKind = Literal["session", "transcript", "messages", "request", "claude-code", "proxy"]
+FileKind = Literal["session", "transcript", "messages", "request", "claude-code", "proxy",
+                   "swe-agent", "atif", "codex", "openhands"]
+TRAJECTORY_KINDS = ("swe-agent", "atif", "codex", "openhands")  # another agent's run (core/trajectories/)
 
 
 
@@ -61,6 +63,8 @@ class Inspected:
     proxy: dict[str, Any] | None = None  # a proxy recording: the latest exchange's figures
     ledger: list[LedgerEntry] = field(default_factory=list)  # a ctxtui session's ledger (from its log)
     cuts: list[int] = field(default_factory=list)  # Claude Code: where each compaction boundary cut `archived`
+    model: str | None = None  # the model the file names (a trajectory)
+    times: list[float | None] = field(default_factory=list)  # a trajectory: when each model call was made
 
 
 
@@ -78,6 +82,11 @@ def load_file(path: Path) -> Inspected:
     if not path.is_file():
         raise InspectError(f"{path}: not a regular file")
     try:
+        if path.suffix == ".gz":
+            found = _load_trajectory(path)
+            if found is None:
+                raise InspectError(f"{path}: a gzip file that holds no trajectory ctxtui knows")
+            return found
         if path.suffix == ".json":
             return _load_json(path)
         return _load_jsonl(path)
@@ -87,11 +96,32 @@ def load_file(path: Path) -> Inspected:
         raise InspectError(f"{path}: cannot be read: {error.strerror or error}") from None
 
 
+def _load_trajectory(path: Path, data: Any = None) -> Inspected | None:
+    """Another agent's trajectory (core/trajectories/), recognised by content; None: not one."""
+    from core.trajectories import TrajectoryError, read_trajectory
+
+    try:
+        trajectory = read_trajectory(path, data)
+    except TrajectoryError as error:
+        raise InspectError(str(error)) from None
+    if trajectory is None:
+        return None
+    notes = [f"{trajectory.format} trajectory: {plural(trajectory.calls, 'model call')}"
+             + (f" by {trajectory.model}" if trajectory.model else ""), *trajectory.notes]
+    kind: FileKind = trajectory.format  # type: ignore[assignment]
+    return Inspected(path, kind, trajectory.messages, system=trajectory.system, tools=trajectory.tools or None,
+                     workdir=path.parent, skipped=trajectory.skipped, notes=notes, model=trajectory.model,
+                     times=list(trajectory.times))
+
+
 def _load_json(path: Path) -> Inspected:
     with open_regular(path, follow_symlinks=True) as handle:
         data = parse_json(handle.read().decode("utf-8"))
     if isinstance(data, BadLine):
         raise InspectError(f"{path}: not valid JSON: {data.reason}")
+    found = _load_trajectory(path, data)
+    if found is not None:
+        return found
     if isinstance(data, list):
         return Inspected(path, "messages", _checked(path, data), workdir=path.parent)
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
@@ -142,6 +172,9 @@ def _load_jsonl(path: Path) -> Inspected:
     messages: list[Message] = [record for record in records if valid_message(record)]
     skipped += len(records) - len(messages)
     if not messages:
+        found = _load_trajectory(path, [*records]) if records else None
+        if found is not None:
+            return found
         raise InspectError(f"{path}: not a ctxtui session or transcript, nor a Claude Code session")
     workdir = path.parent.parent if path.parent.name == ".transcripts" else path.parent
     return Inspected(path, "transcript", messages, workdir=workdir, skipped=skipped)

@@ -17,6 +17,9 @@ from core.jsonlines import BadLine
 from core.trajectories import atif, codex, openhands, swe_agent
 from core.trajectories.model import Trajectory, TrajectoryError
 
+GZIP_MAGIC = b"\x1f\x8b"
+MAX_INFLATED = 1 << 30  # bytes a gzipped trajectory may inflate to (the largest real ones are ~10 MB)
+
 READERS = (atif, codex, swe_agent, openhands)
 """The readers, tried in this order (the first whose `looks_like` accepts the data reads it): the ones
 that recognise a file by a field only their format has (ATIF's `schema_version`, Codex's `type` +
@@ -33,6 +36,8 @@ def parse_file(path: Path) -> Any:
     """
     with jsonlines.open_regular(path, follow_symlinks=True) as handle:
         raw = handle.read()
+    if raw[:2] == GZIP_MAGIC:
+        raw = inflate(raw, path)
     text = raw.decode("utf-8")
     value = jsonlines.parse_json(text)
     if not isinstance(value, BadLine):
@@ -43,6 +48,22 @@ def parse_file(path: Path) -> Any:
     if all(isinstance(record, BadLine) for record in records):
         return None
     return records
+
+
+def inflate(raw: bytes, path: Path, limit: int = MAX_INFLATED) -> bytes:
+    """A gzip file's content, stopped while inflating past `limit` bytes (OSError: damaged or too large)."""
+    import zlib
+
+    inflater = zlib.decompressobj(wbits=31)
+    try:
+        data = inflater.decompress(raw, limit)
+    except zlib.error as error:
+        raise OSError(f"not a readable gzip file ({error})") from None
+    if inflater.unconsumed_tail:
+        raise OSError(f"inflates to more than {limit:,} bytes")
+    if not inflater.eof:
+        raise OSError("a gzip file cut short")
+    return data
 
 
 def recognise(data: Any) -> Any:
