@@ -78,20 +78,23 @@ class Ledger:
         return LedgerChanged(0, tuple(self.entries))
 
 
-def replay_change(ledger: Ledger, event: Any) -> None:
-    """Apply a logged `LedgerChanged` (its `asdict`) to `ledger`; a record of the wrong shape is skipped."""
+def replay_change(ledger: Ledger, event: Any) -> bool:
+    """Apply a logged `LedgerChanged` (its `asdict`) to `ledger`; False, and nothing applied, for a record
+    of the wrong shape (a session log is untrusted: a damaged record costs that record only)."""
     if not isinstance(event, dict):
-        return
-    added = event.get("added")
-    entries = [LedgerEntry.from_dict(item) for item in added] if isinstance(added, list) else []
-    returned = event.get("returned")
-    indices = tuple(index for index in returned if isinstance(index, int) and not isinstance(index, bool)) \
-        if isinstance(returned, list) else ()
-    how = event.get("how") if isinstance(event.get("how"), str) else None
-    start = event.get("start")
-    start = start if isinstance(start, int) and not isinstance(start, bool) else len(ledger.entries)
+        return False
+    added, returned = event.get("added", []), event.get("returned", [])
+    how, start = event.get("how"), event.get("start")
+    if not (isinstance(added, list) and isinstance(returned, list) and (how is None or isinstance(how, str))
+            and (start is None or (isinstance(start, int) and not isinstance(start, bool)))):
+        return False
+    entries = [LedgerEntry.from_dict(item) for item in added]
+    indices = [index for index in returned if isinstance(index, int) and not isinstance(index, bool)]
+    if len(indices) != len(returned) or None in entries:
+        return False
     kept = tuple(entry for entry in entries if entry is not None)
-    ledger.apply(LedgerChanged(0 if start == 0 else len(ledger.entries), kept, indices, how))
+    ledger.apply(LedgerChanged(0 if start == 0 else len(ledger.entries), kept, tuple(indices), how))
+    return True
 
 
 def entry_record(entry: LedgerEntry) -> dict[str, Any]:

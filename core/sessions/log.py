@@ -19,7 +19,9 @@ Crash safety: a record is one line, and the log remembers the size of the file a
 complete write. A write that fails part way (a full disk) is cut back to that size at once, so no
 broken line stays in the file; the lines it held stay queued for the next attempt, and `unsaved`
 says what they are. Loading validates every record (messages must be API-shaped) and repairs the
-tool pairing, so a bad or missing line costs that line, never the session. Files are 0600 in a
+tool pairing, so a bad or missing line costs that line, never the session: a record of any kind that
+is not of its shape (a snapshot of junk, a splice adding junk, a torn ledger change) is skipped and
+counted in `Replay.skipped`, and the rest replays. Files are 0600 in a
 0700 directory inside the workdir, reached without following links (core/private.py).
 
 Nothing is written until the session has a history record (a message, a splice or a snapshot): a
@@ -98,6 +100,34 @@ def valid_message(message: Any) -> bool:
     allowed = USER_BLOCK_TYPES if message["role"] == "user" else ASSISTANT_BLOCK_TYPES
     return (isinstance(content, list) and bool(content)
             and all(valid_block(block) and block["type"] in allowed for block in content))
+
+
+def message_shaped(value: Any) -> bool:
+    """A message the live history may have held, even one of a shape the API would refuse (a block type
+    this version does not know): it keeps its place in a replay, so later splices still fit, and is
+    dropped at the end. Anything else in a message's place (a number, a string, a `system` role) is junk."""
+    return isinstance(value, dict) and value.get("role") in ("user", "assistant")
+
+
+def snapshot_shaped(value: Any) -> bool:
+    """A "replace" record's messages as the live log writes them: a list of message-shaped items, none
+    of them junk, and (unless empty) at least one the API would accept: a live history always holds a
+    sendable message, so a snapshot of nothing sendable is damage, which must not cost the session."""
+    if not isinstance(value, list) or not all(message_shaped(item) for item in value):
+        return False
+    return not value or any(valid_message(item) for item in value)
+
+
+def _compaction_shaped(entry: dict[str, Any]) -> bool:
+    """A "compaction" record as `SessionLog.compaction` writes it (its reason, steps and files)."""
+    return (isinstance(entry.get("reason"), str)
+            and all(isinstance(entry.get(key), list) and all(isinstance(item, str) for item in entry[key])
+                    for key in ("steps", "files")))
+
+
+def _meta_shaped(entry: dict[str, Any]) -> bool:
+    """A "meta" record whose fields readers use have their types (`created` is checked where it is shown)."""
+    return all(entry.get(key) is None or isinstance(entry[key], str) for key in ("model", "workdir"))
 
 
 def session_id(path: Path) -> str:
@@ -344,8 +374,12 @@ class SessionLog:
             before = tuple(messages) if undo_depth and marked is not None and kind in ("splice", "replace") \
                 and entry.get("reason") == marked.get("reason") else None
             if kind == "message":
-                messages.append(entry.get("message"))
-                replay.skipped += not valid_message(entry.get("message"))
+                message = entry.get("message")
+                if not message_shaped(message):  # not a message at all: it never held a place in the history
+                    replay.skipped += 1
+                    continue
+                messages.append(message)
+                replay.skipped += not valid_message(message)
                 _note_request(replay, messages[-1:])
             elif kind == "splice":
                 added = None if broken else _apply_splices(messages, entry)
@@ -354,20 +388,26 @@ class SessionLog:
                 if not broken:
                     _note_request(replay, added or ())
                     _follow_undo(undo, entry, marked, before, messages, undo_depth)
-            elif kind == "replace" and isinstance(entry.get("messages"), list):
-                messages = list(entry["messages"])
+            elif kind == "replace":
+                snapshot = entry.get("messages")
+                if not snapshot_shaped(snapshot):
+                    # Never the live log's (its snapshots are lists of messages, one sendable at least): the
+                    # history before it stays, and a later splice applies if it fits that history.
+                    replay.skipped += 1
+                    continue
+                messages = list(snapshot)
                 replay.skipped += not all(valid_message(message) for message in messages)
                 broken = False
                 _note_request(replay, messages)
                 _follow_undo(undo, entry, marked, before, messages, undo_depth)
-            elif kind == "compaction":
+            elif kind == "compaction" and _compaction_shaped(entry):
                 pending = entry
             elif kind == "pins" and isinstance(entry.get("ids"), list):
                 replay.pins = [str(item) for item in entry["ids"] if isinstance(item, str)]
-            elif kind == "meta" and not replay.meta:
+            elif kind == "meta" and not replay.meta and _meta_shaped(entry):
                 replay.meta = entry
             elif kind == "event" and entry.get("kind") == "LedgerChanged":
-                replay_change(ledger, entry.get("event"))
+                replay.skipped += not replay_change(ledger, entry.get("event"))
             elif kind != "event":
                 replay.skipped += 1
         messages = [message for message in messages if valid_message(message)]
@@ -427,7 +467,8 @@ def _apply_splices(messages: list[Any], entry: dict[str, Any]) -> list[Any] | No
     """Apply a splice record to `messages` in place; returns the messages it added.
 
     None (and `messages` untouched) when the record does not fit: a change outside the history,
-    a field of the wrong type, or a length after that is not the recorded one.
+    a field of the wrong type, an added item that is no message, or a length after that is not the
+    recorded one.
     """
     changes = entry.get("changes")
     if not isinstance(changes, list):
@@ -440,6 +481,8 @@ def _apply_splices(messages: list[Any], entry: dict[str, Any]) -> list[Any] | No
         start, removed, added = change.get("start"), change.get("removed"), change.get("added")
         if not _is_count(start) or not _is_count(removed) or not isinstance(added, list):
             return None
+        if not all(message_shaped(message) for message in added):
+            return None  # junk where messages belong: not a change the live history made
         if start + removed > length:
             return None
         planned.append((start, removed, added))

@@ -131,7 +131,8 @@ def old_sentences(text: str) -> list[str]:
 
 
 ordinary = st.lists(st.sampled_from([
-    "must", "never", "Do", "not", "only", "avoid", "don't", "the", "tests", "v1.2", "src/", "a", " ", "  ", "\n",
+    "must", "never", "Do", "not", "only", "avoid", "don't", "the", "tests", "v1.2", "src/", "a",
+    " ", "  ", "\n",
     ".", "!", "?", "...", "?!", "- ", "* ", "• ", "> ", "1. ", "2) ", "\t", "\u00a0", "\u2028",
 ]), max_size=40).map("".join)
 
