@@ -121,7 +121,7 @@ class _Reader:
             self.builder.user_text(payload["message"])
 
     def item(self, payload: dict[str, Any], time: float | None) -> None:
-        kind = payload.get("type")
+        kind = payload.get("type") if isinstance(payload.get("type"), str) else ""
         if kind in UNREADABLE:
             self.skipped += 1
             self.unreadable[UNREADABLE[kind]] = self.unreadable.get(UNREADABLE[kind], 0) + 1

@@ -148,8 +148,11 @@ class HistoryBuilder:
         return list(self._pending)
 
     def finish(self) -> tuple[list[Message], list[float | None], list[str]]:
-        """The history (calls still open at the end stay open: nothing answered them), the call times,
-        and notes on what had to be assumed."""
+        """The history (calls still open at the end stay open when nothing answered them; once some
+        of their results came, the rest are answered as missing), the call times, and notes on what
+        had to be assumed."""
+        if self._pending and self.messages and self.messages[-1]["role"] == "user":
+            self._close_calls()  # a file cut between two results of one reply
         if self._unanswered:
             self.notes.append(f"{self._unanswered} tool call(s) had no recorded result: answered {self.NO_RESULT}")
         if self._orphans:
