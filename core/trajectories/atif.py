@@ -96,11 +96,13 @@ class _Reader:
             call_id = call.get("tool_call_id")
             function = call.get("function_name")
             calls.append((call_id if isinstance(call_id, str) else "",
-                          function if isinstance(function, str) else "tool", arguments_dict(call.get("arguments"))))
+                          function if isinstance(function, str) else "tool",
+                          arguments_dict(call.get("arguments"))))
         self.builder.assistant(message, calls, epoch_seconds(step.get("timestamp")))
         uses = [block for block in self.builder.messages[-1]["content"] if block.get("type") == "tool_use"]
         # The builder makes a repeated id unique: pair each call's id in the file with the id it got.
-        given = [(call[0], block["id"]) for call, block in zip(calls, uses[len(uses) - len(calls):], strict=True)]
+        mine = uses[len(uses) - len(calls):]
+        given = [(call[0], block["id"]) for call, block in zip(calls, mine, strict=True)]
         self.observation(step.get("observation"), given)
 
     def observation(self, observation: Any, calls: list[tuple[str, str]]) -> None:

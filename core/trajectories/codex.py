@@ -36,14 +36,16 @@ from core.trajectories.model import HistoryBuilder, Trajectory, TrajectoryError,
 RECORD_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 OUTPUTS = ("function_call_output", "custom_tool_call_output", "mcp_tool_call_output")
-UNREADABLE = {"reasoning": "reasoning item(s) (encrypted)", "web_search_call": "web search(es) the provider ran",
+UNREADABLE = {"reasoning": "reasoning item(s) (encrypted)",
+              "web_search_call": "web search(es) the provider ran",
               "compaction": "server compaction item(s) (encrypted)",
               "compaction_summary": "server compaction item(s) (encrypted)"}
 PROBE = 50  # records looked at to recognise a rollout
 
 
 def _is_record(record: Any) -> bool:
-    return isinstance(record, dict) and record.get("type") in RECORD_TYPES and isinstance(record.get("payload"), dict)
+    return (isinstance(record, dict) and record.get("type") in RECORD_TYPES
+            and isinstance(record.get("payload"), dict))
 
 
 def looks_like(data: Any) -> bool:
@@ -179,13 +181,14 @@ class _Reader:
         compactions = len(self.compactions) or self.compaction_events
         if compactions:
             where = f" (before call {', '.join(map(str, self.compactions))})" if self.compactions else ""
-            notes.append(f"Codex compacted the history {compactions} time(s){where}: every item is kept as the "
-                         "model first read it, Codex's summaries are left out")
+            notes.append(f"Codex compacted the history {compactions} time(s){where}: every item is kept "
+                         "as the model first read it, Codex's summaries are left out")
         if self.late_developer:
             notes.append(f"{self.late_developer} developer message(s) after the first reply kept in place as "
                          "user text")
         if self.use_user_events:
-            notes.append("no user message items: the user's messages are taken from the UI's user_message events")
+            notes.append("no user message items: the user's messages are taken from the UI's "
+                         "user_message events")
         if len(self.models) > 1:
             notes.append(f"models used: {', '.join(self.models)}; the trajectory's model is the first")
         return notes
@@ -197,8 +200,8 @@ def read(path: Path, data: Any) -> Trajectory:
     if not isinstance(records, list):
         raise TrajectoryError(f"{path}: a Codex rollout that is not a list of records")
     has_user_items = any(_is_record(record) and record["type"] == "response_item"
-                         and record["payload"].get("type") == "message" and record["payload"].get("role") == "user"
-                         for record in records)
+                         and record["payload"].get("type") == "message"
+                         and record["payload"].get("role") == "user" for record in records)
     reader = _Reader(use_user_events=not has_user_items)
     for record in records:
         reader.record(record)

@@ -60,7 +60,8 @@ def _events(data: Any) -> tuple[list[Any] | None, dict[str, Any], int]:
         return None, {}, 0
     if any(_is_event(event) for event in data[:PROBE]):
         return data, {}, 0
-    records = [record for record in data if isinstance(record, dict) and isinstance(record.get("history"), list)]
+    records = [record for record in data
+               if isinstance(record, dict) and isinstance(record.get("history"), list)]
     if records:
         return records[0]["history"], records[0], len(records) - 1
     return None, {}, 0
@@ -192,7 +193,8 @@ class _Reader:
                       function_name if isinstance(function_name, str) else event["action"],
                       {key: value for key, value in args.items() if key not in BOOKKEEPING_ARGS})]
         text = message.get("content") if isinstance(message.get("content"), str) else args.get("thought")
-        self.builder.assistant(text.strip() if isinstance(text, str) else "", calls, self.time(event, metadata))
+        self.builder.assistant(text.strip() if isinstance(text, str) else "", calls,
+                               self.time(event, metadata))
         self.response = response_id
 
     def observation(self, event: dict[str, Any]) -> None:
@@ -226,14 +228,14 @@ class _Reader:
     def notes(self) -> list[str]:
         notes: list[str] = []
         if self.condensations:
-            notes.append(f"OpenHands condensed the history {self.condensations} time(s): every event is kept as "
-                         "the model first read it, the summaries are left out")
+            notes.append(f"OpenHands condensed the history {self.condensations} time(s): every event is "
+                         "kept as the model first read it, the summaries are left out")
         if self.recalls:
-            notes.append(f"{self.recalls} recall observation(s): the workspace context is approximated from its "
-                         "fields (OpenHands renders it with templates the file does not hold)")
+            notes.append(f"{self.recalls} recall observation(s): the workspace context is approximated "
+                         "from its fields (OpenHands renders it with templates the file does not hold)")
         if self.text_actions:
-            notes.append(f"{self.text_actions} agent action(s) without tool_call_metadata (no function calling) "
-                         "kept as assistant text")
+            notes.append(f"{self.text_actions} agent action(s) without tool_call_metadata (no function "
+                         "calling) kept as assistant text")
         if self.malformed:
             notes.append(f"{self.malformed} entry(ies) not an OpenHands event left out")
         if len(self.models) > 1:
@@ -256,6 +258,7 @@ def read(path: Path, data: Any) -> Trajectory:
     if more:
         notes.append(f"{more} more evaluation record(s) in the file not read (the first is)")
     configured = model_name(as_dict(as_dict(record.get("metadata")).get("llm_config")).get("model"))
-    return Trajectory(path, "openhands", history, system="\n\n".join(reader.system) or None, tools=reader.tools,
-                      model=reader.models[0] if reader.models else configured, times=times, notes=notes,
+    return Trajectory(path, "openhands", history, system="\n\n".join(reader.system) or None,
+                      tools=reader.tools, model=reader.models[0] if reader.models else configured,
+                      times=times, notes=notes,
                       skipped=reader.skipped + reader.malformed)

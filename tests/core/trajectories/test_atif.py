@@ -44,8 +44,8 @@ def test_openhands_run_as_harbor_wrote_it(tmp_path: Path) -> None:
     assert trajectory.calls == 2
     assert tool_pairs(trajectory.messages) == (2, 1)  # the finish call is the run's last word
     assert trajectory.system is not None and trajectory.system.startswith("You are OpenHands agent")
-    assert [tool["name"] for tool in trajectory.tools] == ["execute_bash", "think", "finish", "execute_ipython_cell",
-                                                          "task_tracker", "str_replace_editor"]
+    assert [tool["name"] for tool in trajectory.tools] == [
+        "execute_bash", "think", "finish", "execute_ipython_cell", "task_tracker", "str_replace_editor"]
     assert all(set(tool) == {"name", "description", "input_schema"} for tool in trajectory.tools)
     assert trajectory.tools[0]["input_schema"]["required"] == ["command", "security_risk"]
     assert trajectory.model is None and trajectory.times == [None, None]
@@ -61,7 +61,8 @@ def test_terminus_results_without_ids_answer_the_calls_in_order(tmp_path: Path) 
     trajectory = read(real(tmp_path, "atif", TERMINUS))
     assert trajectory.calls == 7 and trajectory.model == "gpt-4o"
     assert tool_pairs(trajectory.messages) == (7, 7)
-    assert trajectory.system is None and trajectory.messages[0]["content"][0]["text"].startswith("You are an AI")
+    assert trajectory.system is None
+    assert trajectory.messages[0]["content"][0]["text"].startswith("You are an AI")
     assert trajectory.messages[2]["content"][0]["tool_use_id"] == "call_0_1"
     assert "mkdir test_dir" in trajectory.messages[2]["content"][0]["content"]
     # The hand-off's answers follow the last result before it, in the same user message.
@@ -83,8 +84,9 @@ def test_text_only_run_and_its_continuation(tmp_path: Path) -> None:
 def test_timestamps_parts_reasoning_and_delegation(tmp_path: Path) -> None:
     data = document(
         {"source": "system", "message": "Be brief.", "timestamp": "2025-10-16T14:30:00Z"},
-        {"source": "user", "message": [{"type": "text", "text": "Look at this."},
-                                       {"type": "image", "source": {"media_type": "image/png", "path": "a.png"}}],
+        {"source": "user", "message": [
+            {"type": "text", "text": "Look at this."},
+            {"type": "image", "source": {"media_type": "image/png", "path": "a.png"}}],
          "timestamp": "2025-10-16T14:30:01Z"},
         {"source": "agent", "model_name": "anthropic/claude-sonnet-4-5", "message": "Two calls.",
          "reasoning_content": "think", "timestamp": "2025-10-16T14:30:05.500+00:00",
@@ -110,7 +112,8 @@ def test_timestamps_parts_reasoning_and_delegation(tmp_path: Path) -> None:
 
 def test_recognised_but_unreadable(tmp_path: Path) -> None:
     for name, data, reason in [
-        ("no-steps", {"schema_version": "ATIF-v1.5", "agent": {"name": "a"}, "steps": "none"}, "without a list"),
+        ("no-steps", {"schema_version": "ATIF-v1.5", "agent": {"name": "a"}, "steps": "none"},
+         "without a list"),
         ("no-agent-step", document({"source": "user", "message": "hi"}), "no agent step"),
     ]:
         result = outcome(write(tmp_path / f"{name}.json", data))

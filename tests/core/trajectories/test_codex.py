@@ -75,12 +75,14 @@ def test_parallel_calls_are_one_turn(tmp_path: Path) -> None:
         line("turn_context", {"model": "gpt-5-codex"}),
         message("user", "go"),
         item({"type": "reasoning", "summary": [], "encrypted_content": "gAAA"}, 1),
-        item({"type": "function_call", "name": "shell", "arguments": "{\"command\": [\"ls\"]}", "call_id": "a"}, 2),
+        item({"type": "function_call", "name": "shell", "arguments": '{"command": ["ls"]}',
+              "call_id": "a"}, 2),
         item({"type": "local_shell_call", "call_id": "b", "status": "completed",
               "action": {"type": "exec", "command": ["pwd"]}}, 2),
         item({"type": "function_call_output", "call_id": "b", "output": "/w"}, 3),
         item({"type": "function_call_output", "call_id": "a",
-              "output": [{"type": "input_text", "text": "a.py"}, {"type": "input_image", "image_url": "data:"}]}, 3),
+              "output": [{"type": "input_text", "text": "a.py"},
+                         {"type": "input_image", "image_url": "data:"}]}, 3),
         item({"type": "function_call", "name": "shell", "arguments": "not json", "call_id": "c"}, 4),
         item({"type": "function_call_output", "call_id": "c",
               "output": {"content": "no such file", "success": False}}, 5),
@@ -115,7 +117,8 @@ def test_compaction_and_late_developer_message(tmp_path: Path) -> None:
     ]
     trajectory = read(write(tmp_path / "rollout.jsonl", records))
     assert trajectory.calls == 2 and trajectory.system == "Sandbox rules."
-    assert [block["text"] for block in trajectory.messages[2]["content"]] == ["Approval policy changed.", "two"]
+    late = trajectory.messages[2]["content"]
+    assert [block["text"] for block in late] == ["Approval policy changed.", "two"]
     assert not any("Summary of one." in json.dumps(message) for message in trajectory.messages)
     assert any("compacted the history 1 time(s) (before call 2)" in note for note in trajectory.notes)
     assert any("1 developer message(s) after the first reply" in note for note in trajectory.notes)

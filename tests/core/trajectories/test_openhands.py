@@ -68,7 +68,8 @@ def test_evaluation_record(tmp_path: Path) -> None:
     assert tool_pairs(trajectory.messages) == (23, 22)  # the finish call is the run's last word
     assert trajectory.model == "llama-4-maverick"  # what the responses name (the config says an alias)
     assert trajectory.system is not None and trajectory.system.startswith("You are OpenHands agent")
-    assert [tool["name"] for tool in trajectory.tools] == ["execute_bash", "think", "finish", "str_replace_editor"]
+    assert [tool["name"] for tool in trajectory.tools] == [
+        "execute_bash", "think", "finish", "str_replace_editor"]
     assert trajectory.times[0] == 1746001974.0 and trajectory.times[-1] == 1746002058.0
     first = trajectory.messages[0]["content"]
     assert first[0]["text"].startswith("<uploaded_files>\n/workspace/ponylang__ponyc__0.1")
@@ -90,7 +91,8 @@ def test_saved_trajectory_with_environment_events(tmp_path: Path) -> None:
     assert trajectory.times[:2] == [1737433775.0, 1737433788.0]
     assert trajectory.skipped == 8  # state changes and null observations
     result = trajectory.messages[2]["content"][0]["content"]
-    assert result.startswith("\n[The command completed with exit code 0.]\n[Current working directory: /workspace]")
+    assert result.startswith(
+        "\n[The command completed with exit code 0.]\n[Current working directory: /workspace]")
     assert trajectory.messages[-1]["content"][0]["text"].startswith("I've created a complete Vue.js todo")
 
 
@@ -121,7 +123,8 @@ def test_one_response_interleaved_with_its_observations(tmp_path: Path) -> None:
     ]
     trajectory = read(write(tmp_path / "trajectory.json", {"trajectory": events}))
     assert trajectory.calls == 2 and trajectory.system == "You are OpenHands."
-    assert trajectory.tools == [{"name": "execute_bash", "description": "Run", "input_schema": {"type": "object"}}]
+    assert trajectory.tools == [
+        {"name": "execute_bash", "description": "Run", "input_schema": {"type": "object"}}]
     assert [block.get("id") for block in trajectory.messages[1]["content"]] == [None, "c1", "c2"]
     assert trajectory.messages[2]["content"] == [
         {"type": "tool_result", "tool_use_id": "c1",
@@ -147,7 +150,8 @@ def test_runs_without_function_calling_and_user_commands(tmp_path: Path) -> None
     assert trajectory.calls == 2 and tool_pairs(trajectory.messages) == (0, 0)
     texts = [block["text"] for message in trajectory.messages for block in message["content"]]
     assert texts[1] == "User executed the command:\nmake"
-    assert texts[2] == "\nObserved result of command executed by user:\nok\n[Command finished with exit code 0]"
+    assert texts[2] == ("\nObserved result of command executed by user:\nok\n"
+                        "[Command finished with exit code 0]")
     assert texts[3] == "Listing." and texts[5] == "Done."
     assert any("without tool_call_metadata" in note for note in trajectory.notes)
 
@@ -171,7 +175,8 @@ def test_damaged_copies(tmp_path: Path) -> None:
     for name in (GUI, EVALUATION):
         folder = tmp_path / name.split(".")[0]
         folder.mkdir()
-        results = {kind: outcome(path) for kind, path in damaged(folder, real(folder, "openhands", name)).items()}
+        broken = damaged(folder, real(folder, "openhands", name))
+        results = {kind: outcome(path) for kind, path in broken.items()}
         assert results["truncated"] is None and results["empty"] is None  # not JSON at all
         for kind in ("binary", "not-utf8"):
             assert isinstance(results[kind], str) and "not UTF-8" in str(results[kind])

@@ -13,7 +13,8 @@ REAL = {
     atif: [("atif", "openhands_hello-world.trajectory.json"),
            ("atif", "terminus_2_hello-world-context-summarization.trajectory.json")],
     codex: [("codex", "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl.gz")],
-    openhands: [("openhands", "multi_swe_bench_output.first-line.jsonl.gz"), ("openhands", "basic_gui_mode.json")],
+    openhands: [("openhands", "multi_swe_bench_output.first-line.jsonl.gz"),
+                ("openhands", "basic_gui_mode.json")],
 }
 MINI_SWE_AGENT = {
     "trajectory_format": "mini-swe-agent-1.1",

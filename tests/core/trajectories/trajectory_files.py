@@ -67,7 +67,8 @@ def other_histories(tmp_path: Path) -> dict[str, Path]:
                 {"role": "assistant", "content": [{"type": "text", "text": "Reading."},
                                                   {"type": "tool_use", "id": "toolu_1", "name": "Read",
                                                    "input": {"file_path": "a.py"}}]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}]}]
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                              "content": "x"}]}]
     paths = {
         "messages": write(tmp_path / "messages.json", messages),
         "request": write(tmp_path / "request.json", {"model": "claude-sonnet-4-5", "max_tokens": 1024,
