@@ -38,6 +38,7 @@ from core.history.sizes import dumps, estimate_chars
 from core.history.tokens import TokenCounter
 from core.model.offline import OfflineModel
 from core.text import visible
+from core.usage.payback import expected_calls, multipliers, pays_back
 from core.usage.prices import Usage, price_for, window_for
 
 Message = dict[str, Any]
@@ -100,6 +101,7 @@ class Replay:
         archive.stamp = lambda: REPLAY_STAMP
         self.compactor = Compactor(archive, summarize=self._summarize, settings=settings.compaction)
         self.window = window_for(model).tokens
+        self.ceiling = settings.cache_ceiling_tokens or (int(self.window * 0.8) if self.window else 0)
 
     async def _summarize(self, text: str, focus: str | None) -> str:
         """The offline summarizer, its call counted and priced (uncached input, the summary as output)."""
@@ -138,6 +140,26 @@ class Replay:
             if fired:
                 self.run.cuts.append(number)
 
+    async def holds(self, number: int) -> bool:
+        """The cache-aware timing before call `number`: the steps wait while the cache is warm, the
+        request is under the ceiling and what they would save does not pay for the cached prefix they
+        rewrite within the calls the session is likely to make (core/usage/payback.py)."""
+        if not self.cache.warm(self.at(number)):
+            return False  # a cold cache is written again whatever the steps do: they cost nothing extra
+        if self.ceiling and self.tokens(self.history) >= self.ceiling:
+            return False
+        steps = await self.compactor.dry_run(self.history, current_request(self.history))
+        changes = [step for step in steps if step.step != "tool_result_budget" and step.saved > 0]
+        if not changes:
+            return True  # nothing but the summary (or nothing) would run: it waits for the ceiling
+        first = min((step.changed_at[0] for step in changes if step.changed_at is not None), default=0)
+        cached = max(0, self.cache.cached_messages())
+        invalidated = sum(self.cache.tokens_of(message) for message in self.history[first:cached])
+        chars = estimate_chars(self.history)
+        saved = sum(step.saved for step in changes) * (self.tokens(self.history) / chars if chars else 0.25)
+        write, read = multipliers(self.cache.price, self.settings.cache_ttl)
+        return not pays_back(invalidated, saved, expected_calls(number - 1), write, read)
+
     def tokens(self, messages: Sequence[Message]) -> int:
         return sum(self.cache.tokens_of(text) for text in
                    self.cache.elements(self.recorded.system, self.recorded.tools, messages))
@@ -160,13 +182,12 @@ class Replay:
 
 
 async def _client(replay: Replay, cache_aware: bool, masking: bool = False) -> list[Message]:
-    ceiling = replay.settings.cache_ceiling_tokens or (int(replay.window * 0.8) if replay.window else 0)
     previous: Message | None = None
     for number, call in enumerate(replay.recorded.calls, 1):
         replay.history.extend(call.added)
         await replay.compact_tool(number, previous)
         previous = call.reply
-        hold = cache_aware and (not ceiling or replay.tokens(replay.history) < ceiling)
+        hold = cache_aware and await replay.holds(number)
         await replay.prepare(number, hold, masking)
         replay.send(number, replay.history, call.reply)
         if call.reply is not None:

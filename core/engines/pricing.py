@@ -93,6 +93,10 @@ class PrefixCache:
         return [text(tools if isinstance(tools, list) else list(tools)), text(system),
                 *(text(message) for message in messages)]
 
+    def cached_messages(self) -> int:
+        """How many messages the previous request cached (its elements after tools and system)."""
+        return max(0, len(self._previous) - 2)
+
     def warm(self, at: float | None) -> bool:
         """The cache still holds the previous request's prefix at time `at` (None: no clock, warm)."""
         return bool(self._previous) and (at is None or self._expires is None or at <= self._expires)

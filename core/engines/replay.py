@@ -164,10 +164,20 @@ def _engine_record(replay: Replay, watch: Watch, results: ResultAnchors, index: 
     }
 
 
+Variant = tuple[str, str, Settings]
+"""(label, engine, settings): one row of a replay; a sweep replays one engine under many settings."""
+
+
+def variants_of(engines: Sequence[str], settings: Settings) -> list[Variant]:
+    """Each engine under the same settings, labelled by its name."""
+    return [(name, name, settings) for name in engines]
+
+
 async def replay_recorded(recorded: Recorded, settings: Settings, engines: Sequence[str] = ENGINES,
-                          counter: TokenCounter | None = None) -> dict[str, Any]:
-    """One file's calls under each engine: its per-trajectory record (with each engine's regret and
-    anchors, which the totals add up)."""
+                          counter: TokenCounter | None = None,
+                          variants: Sequence[Variant] | None = None) -> dict[str, Any]:
+    """One file's calls under each engine (or each variant): its per-trajectory record (with each
+    engine's regret and anchors, which the totals add up)."""
     counter = counter or TokenCounter()
     memo = Memo(counter)
     conversation = [message for call in recorded.calls
@@ -178,29 +188,30 @@ async def replay_recorded(recorded: Recorded, settings: Settings, engines: Seque
     if not recorded.times and recorded.calls:
         recorded.times = [DEFAULT_GAP * number for number in range(len(recorded.calls))]
     records: dict[str, Any] = {}
-    for name in engines:
+    for label, name, chosen in variants or variants_of(engines, settings):
         with tempfile.TemporaryDirectory(prefix="ctxtui-replay-") as scratch:
             watch = Watch(results, intact)
-            replay = Replay(name, recorded, settings, Path(scratch), counter, memo, observe=watch)
+            replay = Replay(name, recorded, chosen, Path(scratch), counter, memo, observe=watch)
             await run_engine(name, replay)
             recoverable = archive_anchors(Path(scratch), index)
             if name.startswith("server"):
                 recoverable |= index.of_request(replay.history)
-            records[name] = _engine_record(replay, watch, results, index, recoverable)
+            records[label] = _engine_record(replay, watch, results, index, recoverable)
     return {"file": str(recorded.inspected.path), "kind": recorded.inspected.kind,
             "model": recorded.model, "calls": len(recorded.calls), "results": len(results.order),
             "engines": records}
 
 
-def replay_file(path: Path, settings: Settings, engines: Sequence[str] = ENGINES) -> dict[str, Any]:
+def replay_file(path: Path, settings: Settings, engines: Sequence[str] = ENGINES,
+                variants: Sequence[Variant] | None = None) -> dict[str, Any]:
     """`replay_recorded` of the file at `path` (ReplayError, one line, when it cannot be read)."""
-    return asyncio.run(replay_recorded(load(path), settings, engines))
+    return asyncio.run(replay_recorded(load(path), settings, engines, variants=variants))
 
 
-def _worker(task: tuple[Path, Settings, tuple[str, ...]]) -> dict[str, Any] | str:
-    path, settings, engines = task
+def _worker(task: tuple[Path, Settings, tuple[str, ...], tuple[Variant, ...] | None]) -> dict[str, Any] | str:
+    path, settings, engines, variants = task
     try:
-        return replay_file(path, settings, engines)
+        return replay_file(path, settings, engines, variants)
     except ReplayError as error:
         return str(error)
     except (OSError, UnicodeDecodeError, ValueError) as error:
@@ -227,10 +238,12 @@ def find_files(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
 
 
 def replay_many(files: Sequence[Path], settings: Settings, engines: Sequence[str] = ENGINES, workers: int = 0,
-                progress: Callable[[int, int], None] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+                progress: Callable[[int, int], None] | None = None,
+                variants: Sequence[Variant] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
     """Every file replayed (in `workers` processes; 0: one per core, 1: in this process); the
     per-trajectory records in file order and one line per file that could not be read."""
-    tasks = [(path, settings, tuple(engines)) for path in files]
+    chosen = tuple(variants) if variants is not None else None
+    tasks = [(path, settings, tuple(engines), chosen) for path in files]
     workers = workers or min(len(tasks), os.cpu_count() or 1)
     outcomes: list[dict[str, Any] | str] = []
     if workers <= 1 or len(tasks) <= 1:
