@@ -7,9 +7,11 @@ workdir-relative POSIX paths; a path read back from a marker is trusted only if 
 existing regular file inside one of the two archive directories.
 
 Each archive directory also holds `.manifest` (JSON lines): one line per file this Archive wrote (its name,
-its SHA-256, its size and, for a tool result, the tool_use id it was saved for). A marker is taken as
-the compactor's own only when the manifest names its file, for that id, and the file still has that
-digest (`is_own`; a persisted-output block also needs its preview to be how the file starts); a
+its SHA-256, its size and, for a tool result, the tool_use id it was saved for). Every write is checked
+whole (a full disk writes part, then refuses): a save is reported only once its manifest line is whole
+on disk, a torn last line is ended before the next append, and a bad line costs that line only.
+A marker is taken as the compactor's own only when the manifest names its file, for that id, and the
+file still has that digest (`is_own`; a persisted-output block also needs its preview to be how the file starts); a
 resumed session reads the manifest back, so it still trusts its own markers. Restoring reads a file
 only when its size could fit in the context, and hands back its text only when the manifest vouches
 for the very bytes read (`read_vouched`).
@@ -167,9 +169,9 @@ class Archive:
         handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW, PRIVATE_FILE_MODE, dir_fd=dir_fd)
         try:
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(handle, view):]
+                _, failed = _write_fully(handle, data)
+                if failed is not None:
+                    raise failed
             finally:
                 os.close(handle)
             return _place_at(dir_fd, temp, name, digest)
@@ -393,26 +395,38 @@ class _Manifest:
         self._verified: dict[Path, tuple[tuple[int, int, int], str]] = {}
 
     def record(self, stored: list[tuple[Path, str, str | None, int]]) -> None:
-        """Append one line per (file, its SHA-256, tool_use id, size) to the manifest of the file's folder."""
+        """Append one line per (file, its SHA-256, tool_use id, size) to the manifest of the file's folder.
+
+        Every byte is written (a short write is continued) or OSError is raised, and either way this
+        Archive vouches for what the manifest on disk vouches for: the entries whose line was written
+        whole, none of the rest. A torn last line (a full disk, a crash) is ended before the next append,
+        so no entry is glued onto it: a bad line costs that line only.
+        """
         by_folder: dict[Path, list[tuple[str, str, str | None, int]]] = {}
         for target, digest, tool_use_id, size in stored:
             by_folder.setdefault(target.parent, []).append((target.name, digest, tool_use_id, size))
         with self._lock:
             for folder, entries in by_folder.items():
                 self._load(folder)
-                lines = "".join(
-                    json.dumps({"name": name, "sha256": digest, "tool_use_id": tool_use_id, "bytes": size},
-                               ensure_ascii=True) + "\n"
-                    for name, digest, tool_use_id, size in entries
-                )
+                lines = [json.dumps({"name": name, "sha256": digest, "tool_use_id": tool_use_id, "bytes": size},
+                                    ensure_ascii=True).encode("ascii")
+                         for name, digest, tool_use_id, size in entries]
                 manifest = folder / MANIFEST_NAME
-                handle = os.open(manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NO_FOLLOW, 0o600)
+                handle = os.open(manifest, os.O_RDWR | os.O_APPEND | os.O_CREAT | NO_FOLLOW, 0o600)
                 try:
-                    os.write(handle, lines.encode("ascii"))
+                    lead = b"" if _ends_a_line(handle) else b"\n"
+                    done, failed = _write_fully(handle, lead + b"".join(line + b"\n" for line in lines))
                 finally:
                     os.close(handle)
-                for name, digest, tool_use_id, size in entries:
+                end = len(lead)
+                for line, (name, digest, tool_use_id, size) in zip(lines, entries, strict=True):
+                    end += len(line)
+                    if end > done:
+                        break  # this line and the ones after it are not (whole) on disk
                     self._add(folder, name, digest, tool_use_id, size)
+                    end += 1
+                if failed is not None:
+                    raise failed
                 with contextlib.suppress(OSError):
                     self._loaded_size[folder] = os.stat(manifest).st_size
 
@@ -471,10 +485,7 @@ class _Manifest:
         except OSError:
             return
         for raw in data.split(b"\n"):
-            try:
-                entry = json.loads(raw)
-            except (ValueError, RecursionError):
-                continue
+            entry = _manifest_entry(raw)
             if not isinstance(entry, dict):
                 continue
             name, digest, tool_use_id = entry.get("name"), entry.get("sha256"), entry.get("tool_use_id")
@@ -516,6 +527,47 @@ def _write_jsonl(temp: Path, messages: Sequence[Any]) -> tuple[str, tuple[int, .
             digest.update(data)
             handle.write(data)
     return digest.hexdigest(), tuple(sizes)
+
+
+_ENTRY_START = b'{"name": '  # how `record` starts a line; inside a value its quotes would be escaped
+
+
+def _manifest_entry(raw: bytes) -> Any:
+    """One manifest line read back; a line glued onto a torn one (as versions before the repair appended
+    after a full disk) gives the whole entry at its end; None for a line that holds none."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        pass
+    start = raw.rfind(_ENTRY_START)
+    if start <= 0:
+        return None
+    try:
+        return json.loads(raw[start:])
+    except (ValueError, RecursionError):
+        return None
+
+
+def _write_fully(fd: int, data: bytes) -> tuple[int, OSError | None]:
+    """Write all of `data` to `fd`, continuing after short writes; returns the bytes written and, when
+    not all of them were, the error that stopped it (a full disk writes part, then refuses the rest)."""
+    view = memoryview(data)
+    done = 0
+    while done < len(data):
+        try:
+            written = os.write(fd, view[done:])
+        except OSError as error:
+            return done, error
+        if written <= 0:
+            return done, OSError(errno.EIO, f"short write ({done:,} of {len(data):,} bytes)")
+        done += written
+    return done, None
+
+
+def _ends_a_line(fd: int) -> bool:
+    """The open file is empty or its last byte is a newline (not a line torn by a failed write)."""
+    size = os.fstat(fd).st_size
+    return size == 0 or os.pread(fd, 1, size - 1) == b"\n"
 
 
 def _starts_with(absolute: Path, prefix: bytes) -> bool:
