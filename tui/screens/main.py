@@ -41,7 +41,7 @@ from tui.screens.permission import PermissionScreen
 from tui.screens.session_switch import SessionSwitch
 from tui.screens.steering import STEERING_WITH_ARGUMENT, Steering
 from tui.widgets.breakdown import BreakdownView
-from tui.widgets.chat_input import ChatInput
+from tui.widgets.chat_input import NEWLINE_KEYS, ChatInput, prompt_text_of
 from tui.widgets.chat_pane import ChatPane
 from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.facts_view import FactsView, lost_constraints_hint
@@ -245,33 +245,55 @@ class MainScreen(Screen[None]):
     # --- typing goes to the prompt ----------------------------------------------------------------
 
     def on_key(self, event: events.Key) -> None:
-        """A printable key the focused widget does not use goes to the prompt (it is never lost)."""
-        if not event.is_printable or event.character is None:
-            return
+        """A key typed for the prompt reaches it, in order, whichever widget had focus.
+
+        A key that gets here was not taken by the widget it was sent to (the prompt takes every
+        printable key, Enter and its newline keys). The first printable key the focused widget does not
+        use moves the focus to the prompt at once (`set_focus`, not the deferred `focus()`). A terminal
+        delivers fast typing as a burst, and the app has already sent the rest of it to the widget
+        that had focus: those keys arrive here while the prompt has focus, and go to the prompt too
+        (space and Enter included), so the tree's own space and Enter never take a typed sentence apart.
+        """
         prompt = self.chat.input
+        text = prompt_text_of(event)
+        if text is None:
+            return
         focused = self.focused
-        if focused is prompt:
-            return
-        if focused is not None and focused.check_consume_key(event.key, event.character):
-            return
-        if event.key in self.active_bindings:
-            return  # the tree's space, a tool block's space: the focused widget uses it
+        if focused is not prompt:
+            if event.key == "enter" or event.key in NEWLINE_KEYS or not event.is_printable:
+                return  # nothing typed yet: the focused widget's own Enter (the tree opens a node)
+            if focused is not None and focused.check_consume_key(event.key, event.character):
+                return
+            if event.key in self.active_bindings:
+                return  # the tree's space, a tool block's space: the focused widget uses it
         event.stop()
         event.prevent_default()
-        prompt.focus()
-        prompt.insert(event.character)
+        self.set_focus(prompt)
+        if event.key == "enter":
+            prompt.submit()
+        else:
+            prompt.insert(text)
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste no widget took (the prompt takes its own) goes to the prompt, where it was meant to go."""
+        event.stop()
+        prompt = self.chat.input
+        self.set_focus(prompt)
+        prompt.insert(event.text)
 
     # --- sending -----------------------------------------------------------------------------------
 
-    async def submit(self, text: str) -> bool:
-        """Run `text` as a user turn (or a slash command). False when a turn is already running.
-        A message larger than the whole context limit is asked about first (`OversizeScreen`)."""
+    async def submit(self, text: str, *, typed: bool = False) -> bool:
+        """Run `text` as a user turn (or a slash command). False when a turn is already running (`typed`:
+        it came from the prompt, and goes back to it). A message larger than the whole context limit is
+        asked about first (`OversizeScreen`)."""
         await self.agent_ready.wait()  # sent in the first moments: it goes once the agent is built
         stripped = text.strip()
         if stripped.startswith("/") and await self._slash(stripped):
             return True
         if self.busy:
-            self.notify("A turn is running: wait for it, or press esc to cancel it.", severity="warning")
+            kept = " (your message is back in the prompt)" if typed else ""
+            self.notify(f"A turn is running: wait for it, or press esc to cancel it{kept}.", severity="warning")
             return False
         size = self.agent.oversize(text)
         if size is not None:
@@ -467,9 +489,18 @@ class MainScreen(Screen[None]):
     @on(ChatInput.Submitted)
     async def _submitted(self, event: ChatInput.Submitted) -> None:
         if self.starting:  # sent in the first moments: it waits for the agent without holding this screen
-            self.run_worker(self.submit(event.text), group="send", exit_on_error=False, description="send")
+            self.run_worker(self._send_typed(event.text), group="send", exit_on_error=False, description="send")
             return
-        await self.submit(event.text)
+        await self._send_typed(event.text)
+
+    async def _send_typed(self, text: str) -> None:
+        """Send what was typed; refused (a turn is running), it goes back to the prompt, before anything
+        typed since, so that nothing typed is lost."""
+        if await self.submit(text, typed=True):
+            return
+        prompt = self.chat.input
+        prompt.load_text(f"{text}\n{prompt.text}" if prompt.text else text)
+        prompt.move_cursor(prompt.document.end)
 
     @on(msg.TextDelta)
     async def _text(self, message: msg.TextDelta) -> None:

@@ -14,6 +14,16 @@ NEWLINE_KEYS = frozenset({"ctrl+j", "shift+enter", "alt+enter", "ctrl+enter"})
 PLACEHOLDER = "Message the agent…   enter send · ctrl+j newline · ↑ history · /help"
 
 
+def prompt_text_of(event: events.Key) -> str | None:
+    """What a key puts in the prompt: its character, a newline (ctrl+j and the like), "\r" for Enter
+    (which sends); None for a key that types nothing."""
+    if event.key == "enter":
+        return "\r"
+    if event.key in NEWLINE_KEYS:
+        return "\n"
+    return event.character if event.is_printable and event.character is not None else None
+
+
 class ChatInput(TextArea):
     """Multi-line prompt with a recall history."""
 
@@ -84,6 +94,11 @@ class ChatInput(TextArea):
             event.prevent_default()
             return
         await super()._on_key(event)
+
+    def on_paste(self, event: events.Paste) -> None:
+        """The prompt took the paste (TextArea inserts it): it goes no further (the screen sends a
+        paste no widget took to the prompt)."""
+        event.stop()
 
     def submit(self) -> None:
         text = self.text
