@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from core.compaction.settings import CompactionSettings
-from core.config_ranges import RangeError, check_engine, check_ranges, range_of
+from core.config_ranges import RangeError, check_engine, check_ranges, check_text, range_of
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # the newest Sonnet the installed SDK lists
 DEFAULT_THEME = "textual-dark"
@@ -169,6 +169,36 @@ def _models() -> tuple[Any, Any]:
     return top, compaction
 
 
+# CTXTUI_* names that are not settings: the run tag of a tool's processes (core/tools/processes.py).
+OTHER_VARIABLES = frozenset({"CTXTUI_TOOL_RUN"})
+
+
+def did_you_mean(word: str, choices: Any) -> str:
+    """` (did you mean X?)` for the choice closest to a misspelled `word`, or "" when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def setting_names() -> tuple[str, ...]:
+    """Every setting the config file, `CTXTUI_*` and `--set` take, top-level first."""
+    return (*TOP_LEVEL_FIELDS, *COMPACTION_FIELDS)
+
+
+def _unknown_key_hint(key: tuple[str, ...]) -> str:
+    """Why a key of the config file is not a setting, and what was probably meant (one clause)."""
+    name = key[-1]
+    if key[:1] == ("compaction",):
+        if name in TOP_LEVEL_FIELDS:
+            return " (it is a top-level setting: put it above [compaction])"
+        return did_you_mean(name, COMPACTION_FIELDS) + f" (known: {', '.join(COMPACTION_FIELDS)})"
+    if name in COMPACTION_FIELDS:
+        return " (it is a compaction setting: put it under [compaction])"
+    return did_you_mean(name, (*TOP_LEVEL_FIELDS, "compaction")) + \
+        f" (known: {', '.join(TOP_LEVEL_FIELDS)}, [compaction])"
+
+
 class ConfigError(ValueError):
     """A setting that cannot be used: one line naming where it came from, the key and what is expected."""
 
@@ -264,11 +294,7 @@ def _validate_with_pydantic(values: dict[str, Any], where: str, key_name: Any) -
     except ValidationError as error:
         first = error.errors()[0]
         key = tuple(str(part) for part in first.get("loc", ()))
-        unknown = first.get("type") == "extra_forbidden"
-        hint = ""
-        if unknown:
-            known = COMPACTION_FIELDS if key[:1] == ("compaction",) else (*TOP_LEVEL_FIELDS, "[compaction]")
-            hint = f" (known: {', '.join(known)})"
+        hint = _unknown_key_hint(key) if first.get("type") == "extra_forbidden" else ""
         raise ConfigError(f"{where}: {key_name(key)} {_expected(first)}{hint}") from None
     return validated.model_dump(exclude_none=True, exclude_unset=True)
 
@@ -337,15 +363,28 @@ def read_environment(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[t
     return validated, names
 
 
+def unknown_environment(environ: Mapping[str, str]) -> list[str]:
+    """The `CTXTUI_*` variables (in any case) that set nothing, each with what was probably meant:
+    a misspelled variable used to be ignored without a word."""
+    known = {env_name((name,)) for name in setting_names()}
+    found = []
+    for name in sorted(environ):
+        if name.upper().startswith(ENV_PREFIX) and name not in known and name not in OTHER_VARIABLES:
+            found.append(name + did_you_mean(name.upper(), known))
+    return found
+
+
 def parse_overrides(overrides: list[str]) -> dict[str, Any]:
     """`--set FIELD=VALUE` items as a layer (compaction fields, and the top-level settings too)."""
     values: dict[str, Any] = {}
     for item in overrides:
         key, sep, raw = item.partition("=")
         key = key.strip().replace("-", "_").removeprefix("compaction.")
-        if not sep or key not in (*COMPACTION_FIELDS, *TOP_LEVEL_FIELDS):
-            known = ", ".join(sorted(COMPACTION_FIELDS))
-            raise ConfigError(f"--set takes FIELD=VALUE with FIELD one of: {known}")
+        if not sep:
+            raise ConfigError(f"--set {item}: takes FIELD=VALUE, e.g. --set context_char_limit=80000")
+        if key not in setting_names():
+            raise ConfigError(f"--set {key}: not a setting{did_you_mean(key, setting_names())}; "
+                              f"FIELD is one of: {', '.join(setting_names())}")
         if key in COMPACTION_FIELDS:
             values.setdefault("compaction", {})[key] = raw.strip()
         else:
@@ -364,6 +403,7 @@ class ResolvedConfig:
     top: dict[str, Any]
     compaction: CompactionSettings
     sources: dict[tuple[str, ...], str]  # ("compaction", "context_char_limit") -> "file /x/config.toml"
+    warnings: tuple[str, ...] = ()  # one line each, for stderr: what was set but sets nothing
 
     def source(self, *key: str) -> str:
         return self.sources.get(key, "default")
@@ -402,9 +442,13 @@ def resolve_config(
     try:
         check_ranges(top, compaction, sources)
         check_engine(top, sources)
+        check_text(top, sources)
     except RangeError as error:
         raise ConfigError(str(error)) from None
-    return ResolvedConfig(path, top, check_compaction(compaction, sources), sources)
+    unknown = unknown_environment(environ)
+    warnings = (f"ignored {', '.join(unknown)}: not a setting of ctxtui (ctxtui config lists them)",) \
+        if unknown else ()
+    return ResolvedConfig(path, top, check_compaction(compaction, sources), sources, warnings)
 
 
 def _above(value: Any, limit: Any) -> bool:
@@ -462,6 +506,11 @@ def save_setting(key: str, value: Any, path: Path | None = None) -> Path:
         allowed = range_of(item)
         if allowed is not None and not allowed.holds(converted):
             raise ConfigError(f"save_setting {key}: {converted!r} is out of range: it must be {allowed.describe()}")
+    try:
+        check_text({name: value for name, value in checked.items() if name != "compaction"},
+                   {(name,): f"save_setting {key}" for name in checked})
+    except RangeError as error:
+        raise ConfigError(str(error)) from None
     target = Path(os.path.realpath(path))  # through any symlink, to the file itself
     document = tomlkit.parse(target.read_text(encoding="utf-8")) if target.is_file() else tomlkit.document()
     if len(parts) == 1:
@@ -529,6 +578,7 @@ def apply_config(settings: Settings, config: ResolvedConfig) -> Settings:
 
 __all__ = [
     "COMPACTION_FIELDS", "DEFAULT_MODEL", "ENV_PREFIX", "TOP_LEVEL_FIELDS", "ConfigError", "ResolvedConfig",
-    "Settings", "api_key_configured", "apply_config", "check_compaction",
-    "config_path", "default_model", "effective_toml", "resolve_config", "save_setting",
+    "Settings", "api_key_configured", "apply_config", "check_compaction", "config_path", "default_model",
+    "did_you_mean", "effective_toml", "resolve_config", "save_setting", "setting_names",
+    "unknown_environment",
 ]

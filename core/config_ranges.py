@@ -4,6 +4,10 @@ A type check alone let through `bash_timeout = nan` (every command killed at onc
 negative sizes and times, and values so large they mean nothing. Every numeric setting has a range
 here; `check_ranges` refuses the first value outside its range (or `bash_timeout` above
 `max_bash_timeout`) naming the key, the value, where it came from and the range.
+
+Text settings are checked here too (`check_text`): a value holding bytes that are not UTF-8 (what
+os.environ and argv give as lone surrogates) was accepted and then failed every request with a
+UnicodeEncodeError, and an empty `model` was accepted and refused by the API on every turn.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from core.text import valid_utf8, visible
 
 GIGA = 1_000_000_000
 COMPACT_TRIGGER_MIN = 50_000  # the API refuses a compact_20260112 trigger below this
@@ -134,3 +140,41 @@ def check_engine(top: Mapping[str, Any], sources: Mapping[tuple[str, ...], str])
     if isinstance(instructions, str) and instructions and not instructions.strip():
         raise RangeError(f"compact_instructions ({sources.get(('compact_instructions',), 'default')}) is only "
                          "whitespace: leave it empty for the API's own summary prompt")
+
+
+NOT_BLANK = ("model",)  # text settings that must name something
+_SHOWN_CHARS = 60
+
+
+def shown_text(value: str, around: int = 0) -> str:
+    """A text setting as a one-line message shows it: quoted, bytes that are not UTF-8 as `\\xNN`, control
+    characters (newlines too) as escapes; a long value cut to the part around the character at `around`."""
+    start = max(0, min(around - _SHOWN_CHARS // 3, len(value) - _SHOWN_CHARS))
+    piece = value[start:start + _SHOWN_CHARS]
+    text = visible(valid_utf8(piece)).replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{"…" if start else ""}{text}{"…" if start + _SHOWN_CHARS < len(value) else ""}"'
+
+
+def _not_utf8_at(value: str) -> int | None:
+    """The index of the first character of `value` that cannot be encoded as UTF-8 (a lone surrogate)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return error.start
+    return None
+
+
+def check_text(top: Mapping[str, Any], sources: Mapping[tuple[str, ...], str]) -> None:
+    """Refuse (RangeError) a text setting no request can carry: one holding bytes that are not UTF-8, and an
+    empty (or blank) `model`. One line: the key, the value made visible, where it came from, and why."""
+    for name, value in top.items():
+        if not isinstance(value, str):
+            continue
+        where = sources.get((name,), "default")
+        bad = _not_utf8_at(value)
+        if bad is not None:
+            raise RangeError(f"{name} = {shown_text(value, bad)} ({where}) holds bytes that are not UTF-8 "
+                             f"(character {bad + 1:,}): no request could carry it; set it in UTF-8")
+        if name in NOT_BLANK and not value.strip():
+            raise RangeError(f"{name} = {shown_text(value)} ({where}) is empty: name a model, "
+                             "or leave it unset for the default")

@@ -141,13 +141,21 @@ def _demo_workdir(args: argparse.Namespace) -> Path:
     return workdir
 
 
+_warned: set[str] = set()  # what `_config` has said on stderr: each warning once per process
+
+
 def _config(args: argparse.Namespace) -> Any:
     from core.config import ConfigError, resolve_config
 
     try:
-        return resolve_config(flags={"model": args.model}, overrides=args.set)
+        config = resolve_config(flags={"model": args.model}, overrides=args.set)
     except ConfigError as error:
         raise UsageError(str(error)) from error
+    for line in config.warnings:
+        if line not in _warned:
+            _warned.add(line)
+            _print_err(f"ctxtui: warning: {line}")
+    return config
 
 
 def _settings(args: argparse.Namespace) -> Any:
