@@ -7,5 +7,7 @@
 - `diff`: what changed between two requests of a conversation, as exact splices.
 - `record`: the recording files (`.ctxtui/proxy/<id>.jsonl`) and reading them back.
 - `sse`: the reply rebuilt from the bytes the client got (a JSON body or an SSE stream).
-- `http`: which headers travel, which are recorded, which are secret; loopback checks.
+- `http`: which headers travel, which are recorded, which are secret; loopback, path and hop checks.
+- `limits`: what one exchange may hold in memory and on disk (request, recorded body, kept reply).
+- `redact`: credentials and key-shaped text out of everything the proxy shows or writes.
 """

@@ -9,14 +9,19 @@ Pure functions, no I/O. The rules:
   type, request id, retry and rate-limit headers), so a credential can never reach the disk
   through a header.
 - Secret: the values of credential headers (authorization, x-api-key, cookies, anything named like
-  a key, token or secret); the recorder scrubs them from whatever it writes.
+  a key, token or secret); core/proxy/redact.py scrubs them from everything the proxy shows or writes.
+- Hops: each forwarded request carries `X-Ctxtui-Hops`, the ids of the ctxtui proxies it went
+  through; a proxy refuses a request that already carries its own id, or too many (a loop of proxies).
+- Paths: only a path that stays under `/v1` once its escapes are decoded and its dot segments
+  resolved is forwarded, and it is forwarded in that resolved form (what was checked is what is sent).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable, Mapping
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te",
@@ -94,12 +99,68 @@ def secret_values(headers: Iterable[tuple[str, str]]) -> frozenset[str]:
     return frozenset(value for value in found if len(value) >= MIN_SECRET_LENGTH)
 
 
-def scrub(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every secret replaced by "[redacted]" (longest first, so no part of one survives)."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        if secret in text:
-            text = text.replace(secret, "[redacted]")
-    return text
+# --- hops ----------------------------------------------------------------------------------------
+
+HOPS_HEADER = "X-Ctxtui-Hops"
+_HOP_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def hops_of(headers: Iterable[tuple[str, str]]) -> list[str]:
+    """The proxy ids a request went through, oldest first (every `X-Ctxtui-Hops` header, comma-separated)."""
+    found: list[str] = []
+    for name, value in headers:
+        if name.lower() == HOPS_HEADER.lower():
+            found.extend(part.strip() for part in value.split(",") if part.strip())
+    return found
+
+
+def with_hop(headers: Iterable[tuple[str, str]], hops: list[str], proxy_id: str) -> list[tuple[str, str]]:
+    """`headers` with the hops header replaced by one that ends with `proxy_id` (ids kept only when well formed)."""
+    kept = [(name, value) for name, value in headers if name.lower() != HOPS_HEADER.lower()]
+    chain = [hop if _HOP_ID.fullmatch(hop) else "unknown" for hop in hops]
+    return [*kept, (HOPS_HEADER, ", ".join([*chain, proxy_id]))]
+
+
+# --- paths ----------------------------------------------------------------------------------------
+
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_DECODE_ROUNDS = 3  # a path still changing after this many rounds of decoding is refused
+_SEGMENT_SAFE = "!$&'()*+,;=:@-._~"  # what a path segment may hold unescaped (RFC 3986 pchar)
+
+
+def api_path(target: str) -> str | None:
+    """The request target's path as the proxy forwards it (query kept as sent), or None when it leaves `/v1`.
+
+    Escapes are decoded (again while a round changes it, so `%252e` counts as a dot too), `\\` and
+    encoded slashes count as slashes, dot segments are resolved (RFC 3986 5.2.4), and the result must
+    be `/v1` or lie under `/v1/`. The path that is forwarded is that resolved one, each segment escaped
+    again: an upstream that decodes or resolves differently still gets the path that was checked.
+    """
+    path, mark, query = target.partition("?")
+    path = path.partition("#")[0]
+    if not path.startswith("/"):
+        return None  # "*", or an absolute URL: never a path to forward
+    for _ in range(_DECODE_ROUNDS):
+        decoded = unquote(path, errors="surrogateescape")
+        if decoded == path:
+            break
+        path = decoded
+    else:
+        return None
+    segments: list[str] = []
+    for segment in path.replace("\\", "/").split("/")[1:]:
+        if segment == "..":
+            if len(segments) <= 1:
+                return None  # above /v1 (or above the root)
+            segments.pop()
+        elif segment != ".":
+            segments.append(segment)
+    if not segments or segments[0] != "v1":
+        return None
+    if path.endswith(("/.", "/..")):
+        segments.append("")  # "/v1/messages/." resolves to "/v1/messages/"
+    resolved = "/" + "/".join(quote(segment, safe=_SEGMENT_SAFE, errors="surrogateescape") for segment in segments)
+    return resolved + (mark + query if mark else "")
 
 
 # --- addresses ------------------------------------------------------------------------------------
@@ -144,6 +205,13 @@ def normalize_upstream(url: str) -> str:
     except ValueError as error:
         raise BadUpstream(f"{url!r}: {error}") from None
     return url.strip().rstrip("/")
+
+
+def upstream_secrets(url: str) -> frozenset[str]:
+    """The user and password an upstream URL carries (never shown: scrubbed like a request's credentials)."""
+    parts = urlsplit(url)
+    found = {unquote(value) for value in (parts.username, parts.password) if value}
+    return frozenset(value for value in found if len(value) >= MIN_SECRET_LENGTH)
 
 
 def shown_upstream(url: str) -> str:

@@ -5,9 +5,9 @@ been forwarded (the body as the client sent it, parsed; the user agent and an al
 and `proxy_response` when it has ended (status, the reply as the client got it, usage, timings,
 how it ended). Files are 0600 in 0700 folders, `.ctxtui/` keeps itself out of git with a
 `.gitignore` of `*`, and no credential reaches the disk: headers are recorded from an allow-list,
-and the values of the request's credential headers are scrubbed from every line before it is
-written (should a body or an error message echo them). Writes are synchronous: callers run them
-in a thread.
+and every line passes the exchange's `Redactor` (core/proxy/redact.py) before it is written: the
+request's credential values and anything shaped like a key (should a body or an error message echo
+them). Writes are synchronous: callers run them in a thread.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from core.private import OutsideWorkdirError, open_private_dir, open_private_file
-from core.proxy.http import scrub
+from core.proxy.redact import Redactor
 
 RECORD_VERSION = 1
 REQUEST = "proxy_request"
@@ -65,9 +65,9 @@ class Recorder:
     def path_of(self, exchange_id: str) -> Path:
         return self.folder / f"{exchange_id}.jsonl"
 
-    def write(self, exchange_id: str, record: dict[str, Any], secrets: Iterable[str], *, first: bool) -> Path:
+    def write(self, exchange_id: str, record: dict[str, Any], redactor: Redactor, *, first: bool) -> Path:
         """Add one record line to the exchange's file (`first`: create it, 0600, never over another)."""
-        line = scrub(json.dumps(record, ensure_ascii=False, default=str), _escaped(secrets)) + "\n"
+        line = redactor.text(json.dumps(record, ensure_ascii=False, default=str)) + "\n"
         path = self.path_of(exchange_id)
         flags = os.O_WRONLY | (os.O_CREAT | os.O_EXCL if first else os.O_APPEND)
         folder = self._open_folder()
@@ -86,16 +86,6 @@ class Recorder:
         if first:
             self.written += 1
         return path
-
-
-def _escaped(secrets: Iterable[str]) -> set[str]:
-    """Each secret as it may appear in JSON text: raw, and with JSON's escapes."""
-    found: set[str] = set()
-    for secret in secrets:
-        found.add(secret)
-        found.add(json.dumps(secret, ensure_ascii=False)[1:-1])
-        found.add(json.dumps(secret)[1:-1])
-    return found
 
 
 # --- reading -------------------------------------------------------------------------------------

@@ -8,6 +8,12 @@ client that hangs up cancels its handler, which closes the upstream request; an 
 cannot be reached gets an Anthropic-shaped 502. For `POST /v1/messages` the request and a copy of
 the reply are handed to the `Watch` (core/proxy/watch.py), which records and models them off this
 path.
+
+The proxy answers itself, with an Anthropic-shaped error and `x-should-retry: false`, what it will
+not forward: a path that leaves `/v1` once resolved (404), a body over the request limit (413), a
+request that already went through this proxy or through too many (508: proxies in a loop). The
+copy of a reply is kept only up to the reply limit (core/proxy/limits.py); the client gets every
+byte regardless.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,17 +32,22 @@ from yarl import URL
 
 from core.proxy.calls import Outcome, Timings
 from core.proxy.http import (
+    api_path,
     forwarded_headers,
+    hops_of,
     host_header_is_loopback,
     is_loopback_host,
     normalize_upstream,
     secret_values,
     shown_upstream,
+    upstream_secrets,
+    with_hop,
 )
+from core.proxy.limits import MAX_HOPS, ProxyLimits
 from core.proxy.record import new_exchange_id
+from core.proxy.redact import Redactor
 from core.proxy.watch import ExchangeEnd, ExchangeStart, Watch
 
-MAX_REQUEST_BYTES = 256 * 1024 * 1024  # the API refuses far smaller requests; the proxy passes them on to say so
 _NOT_AUTOMATIC = ("Accept", "Accept-Encoding", "User-Agent", "Content-Type")  # aiohttp adds none of these itself
 
 
@@ -49,19 +61,24 @@ def error_body(kind: str, message: str) -> bytes:
 
 
 def _json_error(status: int, kind: str, message: str) -> web.Response:
-    """An API-shaped error the proxy answers itself (never recorded: only forwarded exchanges are)."""
-    return web.Response(status=status, body=error_body(kind, message), content_type="application/json")
+    """An API-shaped error the proxy answers itself (never recorded: only forwarded exchanges are); the
+    SDKs read `x-should-retry: false` and do not send the same request again."""
+    return web.Response(status=status, body=error_body(kind, message), content_type="application/json",
+                        headers={"x-should-retry": "false"})
 
 
 class ProxyServer:
     """The proxy: `await start()` binds 127.0.0.1 (port 0 picks a free one), `await aclose()` stops it."""
 
     def __init__(self, upstream: str, watch: Watch | None = None, *, host: str = "127.0.0.1", port: int = 0,
-                 shutdown_timeout: float = 2.0) -> None:
+                 shutdown_timeout: float = 2.0, limits: ProxyLimits | None = None) -> None:
         if not is_loopback_host(host):
             raise ProxyError(f"--host {host}: the proxy listens on loopback only (127.0.0.1, ::1, localhost)")
         self.upstream = normalize_upstream(upstream)
         self.watch = watch
+        self.limits = limits or (watch.limits if watch is not None else ProxyLimits())
+        self.id = secrets.token_hex(8)  # this proxy's mark in the hops header of what it forwards
+        self._upstream_secrets = upstream_secrets(self.upstream)
         self.host = host
         self.port = port
         self._shutdown_timeout = shutdown_timeout
@@ -85,7 +102,7 @@ class ProxyServer:
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
             trust_env=not is_loopback_host(upstream_host),  # HTTPS_PROXY and the like, as the SDK honours them
         )
-        server = web.Server(self._handle, request_factory=_large_requests, handler_cancellation=True, access_log=None,
+        server = web.Server(self._handle, request_factory=self._request, handler_cancellation=True, access_log=None,
                             auto_decompress=False)
         runner = self._runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=self._shutdown_timeout)
         await runner.setup()
@@ -110,31 +127,51 @@ class ProxyServer:
 
     # --- one request ------------------------------------------------------------------------------
 
+    def _request(self, message: Any, payload: Any, protocol: Any, writer: Any,
+                 task: asyncio.Task[None]) -> web.BaseRequest:
+        """aiohttp's request, allowed a body of up to the request limit (its default is 1 MiB: too small)."""
+        return web.BaseRequest(message, payload, protocol, writer, task, task.get_loop(),
+                               client_max_size=self.limits.request_bytes)
+
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         if not host_header_is_loopback(request.headers.get("Host")):
             return _json_error(403, "permission_error", "ctxtui proxy: requests must be addressed to a loopback host")
-        if not (request.path == "/v1" or request.path.startswith("/v1/")):
-            return _json_error(404, "not_found_error", "ctxtui proxy forwards /v1/... requests only")
+        target = api_path(request.raw_path)
+        if target is None:
+            return _json_error(404, "not_found_error", "ctxtui proxy forwards /v1/... requests only (a path that "
+                               "stays under /v1 once its escapes and dot segments are resolved)")
+        headers_in = list(request.headers.items())
+        hops = hops_of(headers_in)
+        if self.id in hops or len(hops) >= MAX_HOPS:
+            why = ("it already went through this proxy" if self.id in hops
+                   else f"it went through {len(hops)} ctxtui proxies already")
+            return _json_error(508, "api_error", f"ctxtui proxy: loop detected: {why}; is the upstream "
+                               f"{shown_upstream(self.upstream)} (or its own upstream) pointed back at a proxy?")
+        too_large = _json_error(413, "request_too_large", "ctxtui proxy: the request body is over "
+                                f"{self.limits.request_bytes:,} bytes (proxy_request_limit)")
+        if (request.content_length or 0) > self.limits.request_bytes:
+            return too_large
         try:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
-            return _json_error(413, "request_too_large", "ctxtui proxy: the request body is too large")
+            return too_large
         started, clock = time.time(), time.perf_counter()
-        headers_in = list(request.headers.items())
-        watched = self.watch is not None and request.method == "POST" and request.path == "/v1/messages"
+        path = target.partition("?")[0]
+        watched = self.watch is not None and request.method == "POST" and path == "/v1/messages"
         exchange_id = new_exchange_id(started) if watched else ""
         if watched and self.watch is not None:
             self.exchanges += 1
             self.watch.started(ExchangeStart(
-                exchange_id, started, request.method, request.path, headers_in, body, secret_values(headers_in),
-                shown_upstream(self.upstream)))
-        return await self._forward(request, body, headers_in, clock, exchange_id if watched else None)
+                exchange_id, started, request.method, path, headers_in, body,
+                secret_values(headers_in) | self._upstream_secrets, shown_upstream(self.upstream)))
+        forwarded = with_hop(forwarded_headers(headers_in), hops, self.id)
+        return await self._forward(request, target, body, forwarded, clock, exchange_id if watched else None)
 
-    async def _forward(self, request: web.BaseRequest, body: bytes, headers_in: list[tuple[str, str]],
+    async def _forward(self, request: web.BaseRequest, target: str, body: bytes, headers: list[tuple[str, str]],
                        clock: float, exchange_id: str | None) -> web.StreamResponse:
-        seen = _Seen(clock, [] if exchange_id is not None else None)
+        seen = _Seen(clock, [] if exchange_id is not None else None, self.limits.reply_bytes)
         try:
-            return await self._relay(request, body, headers_in, seen)
+            return await self._relay(request, target, body, headers, seen)
         except asyncio.CancelledError:
             seen.outcome = "stopped" if self._stopping else "client_gone"
             raise
@@ -142,18 +179,20 @@ class ProxyServer:
             if exchange_id is not None and self.watch is not None:
                 self.watch.finished(seen.end(exchange_id))
 
-    async def _relay(self, request: web.BaseRequest, body: bytes, headers_in: list[tuple[str, str]],
+    async def _relay(self, request: web.BaseRequest, target: str, body: bytes, headers: list[tuple[str, str]],
                      seen: _Seen) -> web.StreamResponse:
-        """Send the request on and the reply back; what happened is noted in `seen` for the watch."""
+        """Send the request on (to `target`, the checked path) and the reply back; what happened is noted in
+        `seen` for the watch."""
         assert self._session is not None
-        url = URL(self.upstream + request.raw_path, encoded=True)
+        url = URL(self.upstream + target, encoded=True)
         try:
             upstream = await self._session.request(
-                request.method, url, headers=forwarded_headers(headers_in), data=body or None,
+                request.method, url, headers=headers, data=body or None,
                 skip_auto_headers=_NOT_AUTOMATIC, allow_redirects=False)
         except (TimeoutError, aiohttp.ClientError, OSError) as error:
             seen.outcome, seen.status = "unreachable", 502
-            seen.note = f"ctxtui proxy: the upstream {shown_upstream(self.upstream)} cannot be reached: {_reason(error)}"
+            seen.note = Redactor(self._upstream_secrets).text(
+                f"ctxtui proxy: the upstream {shown_upstream(self.upstream)} cannot be reached: {_reason(error)}")
             seen.headers = [("Content-Type", "application/json")]
             data = error_body("api_error", seen.note)
             seen.keep(data)
@@ -189,30 +228,34 @@ class ProxyServer:
 
 @dataclass
 class _Seen:
-    """What the proxy saw of one exchange, for the watch."""
+    """What the proxy saw of one exchange, for the watch: the reply's bytes kept up to `limit`, and how many."""
 
     clock: float
     capture: list[bytes] | None
+    limit: int
     status: int | None = None
     headers: list[tuple[str, str]] = field(default_factory=list)
     headers_at: float | None = None
     first_at: float | None = None
     outcome: Outcome = "complete"
     note: str | None = None
+    size: int = 0  # every byte of the reply
+    kept: int = 0  # the bytes in `capture`
 
     def keep(self, chunk: bytes) -> None:
-        if self.capture is not None:
-            self.capture.append(chunk)
+        self.size += len(chunk)
+        room = self.limit - self.kept
+        if self.capture is not None and room > 0:
+            piece = chunk[:room]
+            self.capture.append(piece)
+            self.kept += len(piece)
 
     def end(self, exchange_id: str) -> ExchangeEnd:
         timings = Timings(self.headers_at, self.first_at, time.perf_counter() - self.clock)
-        return ExchangeEnd(exchange_id, self.status, self.headers, b"".join(self.capture or ()), timings,
-                           self.outcome, self.note)
-
-
-def _large_requests(message: Any, payload: Any, protocol: Any, writer: Any, task: asyncio.Task[None]) -> web.BaseRequest:
-    """aiohttp's request, allowed a body of up to MAX_REQUEST_BYTES (its default is 1 MiB: too small for an agent)."""
-    return web.BaseRequest(message, payload, protocol, writer, task, task.get_loop(), client_max_size=MAX_REQUEST_BYTES)
+        body = b"".join(self.capture or ())
+        self.capture = None  # the pieces go as soon as they are one
+        return ExchangeEnd(exchange_id, self.status, self.headers, body, timings, self.outcome, self.note,
+                           self.size if self.size > self.kept else None)
 
 
 def _client_gone(request: web.BaseRequest) -> bool:

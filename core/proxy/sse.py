@@ -5,43 +5,116 @@ API message (the reply as the client got it) after the exchange, off the forward
 encodings (gzip, deflate) are undone first; a stream is parsed as Server-Sent Events and its events
 folded into the message the way the API defines them (message_start, content_block_start/delta/stop,
 message_delta, message_stop; an `error` event is kept as the error).
+
+Everything here is untrusted: inflating stops at a limit (a decompression bomb is stopped while it
+inflates, not after), JSON numbers that are not finite (NaN, Infinity, 1e400) are kept as the text
+the upstream sent instead of becoming floats nothing downstream can use, a block index must be a
+small whole number, and the notes an exchange collects are capped.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.proxy.limits import MAX_BLOCKS, capped
+
 JSONDict = dict[str, Any]
+_INFLATE_STEP = 1024 * 1024  # bytes inflated per step (each step checks the limit)
+_LONGEST_INTEGER = 100  # digits of a JSON integer taken as a number (a longer one is kept as its text)
 
 
 class UndecodableBody(ValueError):
-    """The body uses a content encoding this module cannot undo."""
+    """The body uses a content encoding this module cannot undo, or is not valid in it."""
 
 
-def decode_body(data: bytes, encoding: str | None) -> bytes:
-    """`data` with its content encoding undone (identity, gzip, deflate); UndecodableBody otherwise."""
+class BodyTooLarge(UndecodableBody):
+    """The body, inflated, would be larger than the limit it was decoded with (inflating stopped there)."""
+
+
+def decode_body(data: bytes, encoding: str | None, limit: int | None = None, *, partial: bool = False) -> bytes:
+    """`data` with its content encoding undone (identity, gzip, deflate); UndecodableBody otherwise.
+
+    `limit`: the most bytes any layer may inflate to (BodyTooLarge past it, raised while inflating).
+    `partial`: `data` is the first part of a body (the rest was not kept), so a stream that ends
+    early is no error.
+    """
     codings = [part.strip().lower() for part in (encoding or "").split(",") if part.strip()]
     for coding in reversed(codings):  # applied in order, so undone from the last
         if coding == "identity":
             continue
+        if coding in ("gzip", "x-gzip"):
+            data = _inflate(data, 16 + zlib.MAX_WBITS, coding, limit, partial)
+        elif coding == "deflate":
+            try:
+                data = _inflate(data, zlib.MAX_WBITS, coding, limit, partial)
+            except BodyTooLarge:
+                raise
+            except UndecodableBody:
+                data = _inflate(data, -zlib.MAX_WBITS, coding, limit, partial)  # raw deflate, as some servers send it
+        else:
+            raise UndecodableBody(f"content-encoding {coding} is not decoded")
+    if limit is not None and len(data) > limit:
+        raise BodyTooLarge(f"the body is {len(data):,} bytes, over the limit of {limit:,}")
+    return data
+
+
+def _inflate(data: bytes, wbits: int, coding: str, limit: int | None, partial: bool) -> bytes:
+    """One layer inflated step by step, never past `limit` bytes; gzip members one after another."""
+    out = bytearray()
+    pending = data
+    while pending:
+        inflater = zlib.decompressobj(wbits)
         try:
-            if coding in ("gzip", "x-gzip"):
-                data = zlib.decompress(data, 16 + zlib.MAX_WBITS)
-            elif coding == "deflate":
-                try:
-                    data = zlib.decompress(data)
-                except zlib.error:
-                    data = zlib.decompress(data, -zlib.MAX_WBITS)  # raw deflate, as some servers send it
-            else:
-                raise UndecodableBody(f"content-encoding {coding} is not decoded")
+            while pending and not inflater.eof:
+                room = _INFLATE_STEP if limit is None else min(_INFLATE_STEP, limit - len(out) + 1)
+                out += inflater.decompress(pending, room)
+                pending = inflater.unconsumed_tail
+                if limit is not None and len(out) > limit:
+                    raise BodyTooLarge(f"content-encoding {coding}: the body inflates past the limit of {limit:,} bytes"
+                                       " (inflating stopped there)")
+            if not inflater.eof:
+                out += inflater.flush()
+                if limit is not None and len(out) > limit:
+                    raise BodyTooLarge(f"content-encoding {coding}: the body inflates past the limit of {limit:,} bytes")
+                if not partial:
+                    raise UndecodableBody(f"content-encoding {coding}: the data ends before the stream does")
+                break
         except zlib.error as error:
             raise UndecodableBody(f"content-encoding {coding}: {error}") from None
-    return data
+        pending = inflater.unused_data if wbits > zlib.MAX_WBITS else b""  # another gzip member may follow
+    return bytes(out)
+
+
+def loads(text: str) -> tuple[Any, int]:
+    """JSON parsed, and how many of its numbers were kept as text: NaN, Infinity, a float too large for
+    a float (1e400) or an integer of more than 100 digits is the string the upstream sent, so no
+    `inf` or `nan` reaches a sum, a price or a record (whose JSON could not hold it). ValueError when
+    `text` is not JSON."""
+    odd = 0
+
+    def number_text(token: str) -> str:
+        nonlocal odd
+        odd += 1
+        return token
+
+    def as_float(token: str) -> float | str:
+        value = float(token)
+        return value if math.isfinite(value) else number_text(token)
+
+    def as_int(token: str) -> int | str:
+        return int(token) if len(token.lstrip("-")) <= _LONGEST_INTEGER else number_text(token)
+
+    try:
+        value = json.loads(text, parse_constant=number_text, parse_float=as_float, parse_int=as_int)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    return value, odd
 
 
 @dataclass(frozen=True)
@@ -55,7 +128,7 @@ def parse_sse(text: str) -> Iterator[ServerSentEvent]:
     newlines, `:` lines are comments, a missing `event:` means "message")."""
     event = ""
     data: list[str] = []
-    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+    for line in _lines(text):
         if not line:
             if data:
                 yield ServerSentEvent(event or "message", "\n".join(data))
@@ -71,6 +144,20 @@ def parse_sse(text: str) -> Iterator[ServerSentEvent]:
             data.append(value)
     if data:  # a stream cut before its last blank line: the event as far as it came
         yield ServerSentEvent(event or "message", "\n".join(data))
+
+
+def _lines(text: str) -> Iterator[str]:
+    """`text` split at CRLF, CR or LF, one line at a time (a reply of many megabytes is never a list of lines)."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    start = 0
+    while True:
+        end = text.find("\n", start)
+        if end < 0:
+            yield text[start:]
+            return
+        yield text[start:end]
+        start = end + 1
 
 
 @dataclass
@@ -91,6 +178,34 @@ class Reply:
 
 
 _TOOL_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
+MOST_TOKENS = 10**12  # a usage figure above this is no count any model could report
+_COUNT_SUFFIXES = ("_tokens", "_requests")  # keys whose values must be counts, whatever their type
+
+
+def checked_usage(usage: JSONDict, where: str = "usage") -> tuple[JSONDict, list[str]]:
+    """`usage` with every figure that is not a whole number from 0 to MOST_TOKENS replaced by None
+    (unknown), and a note for each: NaN, Infinity, 1e400, -3, 2.5 or "12" never reach a price.
+    Numbers under other keys are checked alike; other strings (service_tier) and nested objects
+    (cache_creation) are kept, the latter checked in turn."""
+    checked: JSONDict = {}
+    notes: list[str] = []
+    for key, value in usage.items():
+        name = f"{where}.{key}"
+        if isinstance(value, dict):
+            checked[key], inner = checked_usage(value, name)
+            notes.extend(inner)
+            continue
+        counted = key.endswith(_COUNT_SUFFIXES) or (isinstance(value, int | float) and not isinstance(value, bool))
+        if counted and value is not None and not _is_count(value):
+            checked[key] = None
+            notes.append(f"{name[:80]} {str(value)[:40]!r} is not a token count: recorded as unknown")
+        else:
+            checked[key] = value
+    return checked, notes
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MOST_TOKENS
 
 
 class _Assembler:
@@ -98,7 +213,24 @@ class _Assembler:
 
     def __init__(self) -> None:
         self.reply = Reply()
-        self._partial: dict[int, str] = {}
+        self._partial: dict[int, list[str]] = {}  # a tool block's input JSON, in pieces until its stop
+        # String fields being extended, in pieces joined once (at the block's stop or the end): adding each
+        # delta to the string would copy it every time, quadratic in a long reply.
+        self._parts: dict[tuple[int, str], tuple[JSONDict, list[str]]] = {}
+
+    def finish(self) -> Reply:
+        """The reply, every extended string joined."""
+        for (_, name), (block, parts) in self._parts.items():
+            block[name] = "".join(parts)
+        self._parts.clear()
+        return self.reply
+
+    def _join(self, block: Any, key: str | None = None) -> None:
+        """Join the pending pieces of `block` (of one field, or all of them)."""
+        for (owner, name), (target, parts) in list(self._parts.items()):
+            if owner == id(block) and key in (None, name):
+                target[name] = "".join(parts)
+                del self._parts[(owner, name)]
 
     def feed(self, name: str, data: Any) -> None:
         self.reply.events += 1
@@ -129,23 +261,24 @@ class _Assembler:
         message = data["message"]
         if not isinstance(message, dict):
             raise TypeError("message is not an object")
+        self.finish()
         self.reply.message = copy.deepcopy(message)
 
     def _on_content_block_start(self, data: JSONDict) -> None:
-        index, block = int(data["index"]), dict(data["content_block"])
+        index, block = _index(data), dict(data["content_block"])
         content = self._content
         while len(content) <= index:
             content.append(None)
         content[index] = block
         if block.get("type") in _TOOL_BLOCKS:
-            self._partial[index] = ""
+            self._partial[index] = []
 
     def _on_content_block_delta(self, data: JSONDict) -> None:
-        index, delta = int(data["index"]), data["delta"]
+        index, delta = _index(data), data["delta"]
         block = self._content[index]
         kind = delta.get("type")
         if kind == "input_json_delta":
-            self._partial[index] = self._partial.get(index, "") + str(delta.get("partial_json", ""))
+            self._partial.setdefault(index, []).append(str(delta.get("partial_json", "")))
         elif kind == "signature_delta":
             block["signature"] = delta.get("signature", "")
         elif kind == "citations_delta":
@@ -156,18 +289,23 @@ class _Assembler:
             for key, value in delta.items():
                 if key == "type":
                     continue
-                if isinstance(value, str) and isinstance(block.get(key), str):
-                    block[key] += value
+                pending = self._parts.get((id(block), key))
+                if pending is not None and isinstance(value, str):
+                    pending[1].append(value)
+                elif isinstance(value, str) and isinstance(block.get(key), str):
+                    self._parts[(id(block), key)] = (block, [block[key], value])
                 else:
+                    self._join(block, key)
                     block[key] = value
 
     def _on_content_block_stop(self, data: JSONDict) -> None:
-        index = int(data["index"])
+        index = _index(data)
+        self._join(self._content[index])
         if index in self._partial:
-            raw = self._partial.pop(index)
+            raw = "".join(self._partial.pop(index))
             block = self._content[index]
             try:
-                block["input"] = json.loads(raw) if raw else {}
+                block["input"] = loads(raw)[0] if raw else {}
             except ValueError:
                 block["input"] = raw
                 self.reply.problems.append(f"block {index}: tool input is not JSON")
@@ -196,42 +334,70 @@ class _Assembler:
         self.reply.error = data.get("error") if isinstance(data.get("error"), dict) else data
 
 
+def _index(data: JSONDict) -> int:
+    """A block's index: a whole number below MAX_BLOCKS (ValueError otherwise, noted as the event's problem)."""
+    index = data["index"]
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < MAX_BLOCKS:
+        raise ValueError(f"index {str(index)[:20]!r} is not a block index (a whole number below {MAX_BLOCKS:,})")
+    return index
+
+
 def reassemble_stream(text: str) -> Reply:
     """The message an SSE stream of the Messages API adds up to."""
     assembler = _Assembler()
+    odd = 0
     for event in parse_sse(text):
         try:
-            data = json.loads(event.data)
+            data, odd_here = loads(event.data)
         except ValueError:
             assembler.reply.events += 1
-            assembler.reply.problems.append(f"event {event.event}: data is not JSON")
+            assembler.reply.problems.append(f"event {event.event[:40]}: data is not JSON")
             continue
+        odd += odd_here
         assembler.feed(event.event, data)
-    return assembler.reply
+    reply = assembler.finish()
+    if odd:
+        reply.problems.append(_odd_numbers(odd))
+    reply.problems = capped(reply.problems)
+    return reply
+
+
+def _odd_numbers(count: int) -> str:
+    return f"{count:,} number(s) were not finite (NaN, Infinity, or too large): kept as the text that was sent"
 
 
 def reply_from_body(text: str) -> Reply:
     """A non-streamed reply: a message, or an error body (`{"type": "error", "error": {...}}`)."""
     try:
-        data = json.loads(text)
+        data, odd = loads(text)
     except ValueError:
         return Reply(problems=["the body is not JSON"])
+    problems = [_odd_numbers(odd)] if odd else []
     if isinstance(data, dict) and data.get("type") == "error":
         error = data.get("error")
-        return Reply(error=error if isinstance(error, dict) else data)
+        return Reply(error=error if isinstance(error, dict) else data, problems=problems)
     if isinstance(data, dict):
-        return Reply(message=data, complete=True)
+        return Reply(message=data, complete=True, problems=problems)
     return Reply(problems=["the body is not a JSON object"])
 
 
-def read_reply(body: bytes, content_type: str | None, content_encoding: str | None) -> Reply:
-    """The reply in `body` as the client got it (a stream when the content type says so)."""
+def read_reply(body: bytes, content_type: str | None, content_encoding: str | None, *, limit: int | None = None,
+               cut: bool = False) -> Reply:
+    """The reply in `body` as the client got it (a stream when the content type says so).
+
+    `limit`: the most bytes the body may inflate to. `cut`: `body` is only the reply's first part (the
+    rest passed to the client unkept), so a stream's last, unfinished event is left out.
+    """
     try:
-        raw = decode_body(body, content_encoding)
+        raw = decode_body(body, content_encoding, limit, partial=cut)
     except UndecodableBody as error:
         return Reply(problems=[str(error)])
     text = raw.decode("utf-8", errors="replace")
     if (content_type or "").split(";", 1)[0].strip().lower() == "text/event-stream":
+        if cut:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+            end = text.rfind("\n\n")
+            text = text[:end + 2] if end >= 0 else ""  # up to the end of the last whole event
         return reassemble_stream(text)
     if not text.strip():
         return Reply()

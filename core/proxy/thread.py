@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from core.proxy.calls import ProxyEvent
+from core.proxy.limits import ProxyLimits
 from core.proxy.record import Recorder
 from core.proxy.server import ProxyError, ProxyServer
 from core.proxy.watch import Watch
@@ -28,10 +29,10 @@ class ProxyThread:
     """A proxy started with `start()` (blocking until it listens), read with `events()`, ended with `stop()`."""
 
     def __init__(self, upstream: str, recorder: Recorder | None = None, *, host: str = "127.0.0.1",
-                 port: int = 0) -> None:
+                 port: int = 0, limits: ProxyLimits | None = None) -> None:
         self.recorder = recorder
-        self.watch = Watch(recorder)
-        self.server = ProxyServer(upstream, self.watch, host=host, port=port)
+        self.watch = Watch(recorder, limits)
+        self.server = ProxyServer(upstream, self.watch, host=host, port=port, limits=self.watch.limits)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._ready = threading.Event()

@@ -7,13 +7,17 @@ reassembly and record writing run in a thread, never on the event loop that forw
 
 A view consumes `async for event in watch.events()`: first the calls seen so far (each as
 `CallStarted`, then `CallFinished` if it ended), then every new event as it happens.
+
+What comes in is untrusted and enters the model once, checked: a request body is inflated and
+recorded only up to the body limit, a reply is read only from the part the server kept (its limit),
+every text passes the exchange's `Redactor` (so no credential reaches a record, a `--headless` line,
+the view or a notice), and the reply's usage figures are checked before anything prices them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -35,8 +39,10 @@ from core.proxy.calls import (
 )
 from core.proxy.diff import digest
 from core.proxy.http import recorded_request_headers, recorded_response_headers
+from core.proxy.limits import MAX_BODY_PREVIEW, ProxyLimits, capped
 from core.proxy.record import RECORD_VERSION, REQUEST, RESPONSE, Recorder, RecordError
-from core.proxy.sse import UndecodableBody, decode_body, read_reply
+from core.proxy.redact import NO_SECRETS, Redactor
+from core.proxy.sse import BodyTooLarge, UndecodableBody, checked_usage, decode_body, loads, read_reply
 from core.text import one_line
 from core.usage.prices import Usage, price_for
 
@@ -60,7 +66,8 @@ class ExchangeStart:
 
 @dataclass(frozen=True)
 class ExchangeEnd:
-    """How an exchange ended: the status and the reply bytes the client was sent."""
+    """How an exchange ended: the status and the reply bytes the client was sent (`body`: as many of them
+    as the reply limit let the server keep; `size`: how many there were, when more than that)."""
 
     id: str
     status: int | None
@@ -69,6 +76,7 @@ class ExchangeEnd:
     timings: Timings
     outcome: Outcome
     note: str | None = None  # the proxy's own error text (an unreachable upstream)
+    size: int | None = None  # every byte the client was sent (None: `body` is all of it)
 
 
 _STOP = object()
@@ -84,20 +92,21 @@ class _Placed:
     new: bool
     keys: tuple[str, ...]
     sizes: list[int]
-    secrets: frozenset[str]
-    record_error: str | None = None
+    redactor: Redactor
+    notes: tuple[str, ...] = ()
 
 
 class Watch:
     """Turns exchanges into calls, records them (unless `recorder` is None) and publishes events."""
 
-    def __init__(self, recorder: Recorder | None = None) -> None:
+    def __init__(self, recorder: Recorder | None = None, limits: ProxyLimits | None = None) -> None:
         self.recorder = recorder
+        self.limits = limits or ProxyLimits()
         self.calls: list[ProxyCall] = []
         self.conversations: list[Conversation] = []
         self._by_key: dict[str, Conversation] = {}
         self._by_id: dict[str, int] = {}  # call id -> index in self.calls
-        self._secrets: dict[str, frozenset[str]] = {}
+        self._redactors: dict[str, Redactor] = {}  # call id -> its request's redactor, until it ends
         self._inbox: asyncio.Queue[Any] = asyncio.Queue()
         self._subscribers: set[asyncio.Queue[Any]] = set()
         self._worker: asyncio.Task[None] | None = None
@@ -162,23 +171,30 @@ class Watch:
                     placed = await asyncio.to_thread(self._start_call, item)
                     self._place(placed)
                     self._publish(CallStarted(placed.call))
-                    problem = placed.record_error
+                    self._notify(placed.notes)
                 elif item.id in self._by_id:
                     index = self._by_id[item.id]
-                    done, problem = await asyncio.to_thread(self._finish_call, self.calls[index], item)
+                    done, notes = await asyncio.to_thread(self._finish_call, self.calls[index], item)
                     self.calls[index] = done
-                    self._secrets.pop(item.id, None)
+                    self._redactors.pop(item.id, None)
                     conversation = self.conversations[done.conversation - 1]
                     if conversation.latest is not None and conversation.latest.id == done.id:
                         conversation.latest = done
+                    self._notify(notes)  # before the call's end: its end is the last word about it
                     self._publish(CallFinished(done))
-                else:
-                    problem = None
             except Exception as error:  # untrusted bodies must never stop the watch
-                problem = f"ctxtui proxy: could not read an exchange: {type(error).__name__}: {error}"
-            if problem is not None:
-                self.problems += 1
-                self._publish(ProxyNotice(problem))
+                redactor = (Redactor(item.secrets) if isinstance(item, ExchangeStart)
+                            else self._redactors.get(item.id, NO_SECRETS))
+                self._notify((redactor.text(f"could not read an exchange: {type(error).__name__}: "
+                                            f"{str(error)[:300]}"),))
+            del item  # its body (up to a limit's worth of bytes) is not kept until the next exchange comes
+
+    def _notify(self, notes: Sequence[str]) -> None:
+        """Publish an exchange's notes (what could not be read, recorded or kept whole)."""
+        if notes:
+            self.problems += 1
+            for note in notes:
+                self._publish(ProxyNotice(note))
 
     def _place(self, placed: _Placed) -> None:
         """Enter a new call into the model (on the loop, so a view never sees half an update)."""
@@ -193,11 +209,15 @@ class Watch:
         conversation.latest, conversation.latest_sizes = call, placed.sizes
         self._by_id[call.id] = len(self.calls)
         self.calls.append(call)
-        self._secrets[call.id] = placed.secrets
+        self._redactors[call.id] = placed.redactor
 
     # Runs in a thread: reads the model, changes nothing in it (the worker waits meanwhile).
     def _start_call(self, start: ExchangeStart) -> _Placed:
-        body, body_error, text = _parse_body(start)
+        redactor = Redactor(start.secrets)
+        body, body_error, text = _parse_body(start, self.limits.body_bytes)
+        body = redactor.value(body)
+        text = redactor.text(text[:MAX_BODY_PREVIEW])
+        body_error = redactor.text(body_error) if body_error is not None else None
         listed = body.get("messages")
         messages: list[Any] = listed if isinstance(listed, list) else []
         system, tools = body.get("system"), body.get("tools") if isinstance(body.get("tools"), list) else None
@@ -219,7 +239,7 @@ class Watch:
         miss = conversation.cache.miss(prefix, start.started)
         if miss is not None and miss.cause == "messages_changed" and diff.compacted:
             miss = replace(miss, by=CLIENT_COMPACTION)
-        user_agent = next((value for name, value in start.headers if name.lower() == "user-agent"), None)
+        user_agent = next((redactor.text(value) for name, value in start.headers if name.lower() == "user-agent"), None)
         call = ProxyCall(
             id=start.id, number=len(self.calls) + 1, started=start.started, user_agent=user_agent,
             conversation=conversation.number, conversation_key=conversation.key, turn=len(conversation.calls) + 1,
@@ -228,14 +248,18 @@ class Watch:
             chars=list_chars(sizes, len(sizes)), diff=diff, markers=tuple(find_client_markers(interned)),
             body_error=body_error, prefix=prefix, cache_miss=miss,
         )
+        notes: list[str] = []
+        if body_error is not None and body_error.startswith(_OVER_LIMIT):
+            notes.append(f"call #{call.number}: {body_error}")
         if self.recorder is not None:
-            record = _request_record(start, call, body, body_error, text)
+            record = _request_record(start, call, body, body_error, text, redactor)
             try:
-                path = self.recorder.write(start.id, record, start.secrets, first=True)
+                path = self.recorder.write(start.id, record, redactor, first=True)
             except RecordError as error:
-                return _Placed(call, conversation, new, (key,), sizes, start.secrets, f"not recorded: {error}")
+                notes.append(f"not recorded: {error}")
+                return _Placed(call, conversation, new, (key,), sizes, redactor, tuple(notes))
             call = replace(call, record=str(path))
-        return _Placed(call, conversation, new, (key,), sizes, start.secrets)
+        return _Placed(call, conversation, new, (key,), sizes, redactor, tuple(notes))
 
     def _conversation_for(self, system: Any, messages: list[Any]) -> tuple[Conversation, bool, str]:
         """The conversation of a request (a new one when its key is new), whether it is new, and the key.
@@ -269,20 +293,31 @@ class Watch:
         return next((conversation for conversation in reversed(self.conversations)
                      if conversation.system_key == system_key), None)
 
-    def _finish_call(self, call: ProxyCall, end: ExchangeEnd) -> tuple[ProxyCall, str | None]:
+    def _finish_call(self, call: ProxyCall, end: ExchangeEnd) -> tuple[ProxyCall, tuple[str, ...]]:
+        """The call completed from how its exchange ended, recorded; and the notes worth a ProxyNotice."""
+        redactor = self._redactors.get(call.id, NO_SECRETS)
         headers = {name.lower(): value for name, value in end.headers}
-        reply = read_reply(end.body, headers.get("content-type"), headers.get("content-encoding"))
-        usage_map = reply.usage
-        usage = Usage.from_mapping(usage_map) if usage_map is not None else None
-        message = reply.message
+        size = len(end.body) if end.size is None else end.size
+        cut = size > len(end.body)
+        reply = read_reply(end.body, headers.get("content-type"), headers.get("content-encoding"),
+                           limit=self.limits.reply_bytes, cut=cut)
+        message, error = redactor.value(reply.message), redactor.value(reply.error)
+        usage_map, usage_notes = checked_usage(reply.usage) if reply.usage is not None else (None, [])
+        if message is not None and usage_map is not None:
+            message = {**message, "usage": usage_map}
+        usage = _usage(reply.usage, usage_map)
         model = message.get("model") if message is not None and isinstance(message.get("model"), str) else call.model
         price = price_for(model) if model else None
         cost = price.cost(usage) if price is not None and usage is not None else None
-        error = reply.error
         if end.note is not None and error is None:
-            error = {"type": "api_error", "message": end.note}
+            error = {"type": "api_error", "message": redactor.text(end.note)}
+        notes = [f"call #{call.number}: {note}" for note in usage_notes]
+        if cut:
+            notes.append(f"call #{call.number}: the reply was {size:,} bytes, over proxy_reply_limit: the client got "
+                         f"all of it, the recording and the view keep its first {len(end.body):,} bytes")
+        problems = capped([*notes, *(redactor.text(problem) for problem in reply.problems)])
         done = replace(call, outcome=end.outcome, status=end.status, reply=message, error=error, usage=usage,
-                       cost=cost, timings=end.timings, complete=reply.complete)
+                       cost=cost, timings=end.timings, complete=reply.complete and not cut)
         conversation = self._by_key.get(call.conversation_key)
         if conversation is not None and call.prefix is not None and usage is not None and (end.status or 0) < 400:
             conversation.cache.answered(call.prefix, usage, call.started)
@@ -290,17 +325,31 @@ class Watch:
             record = {
                 "type": RESPONSE, "id": call.id, "status": end.status, "outcome": end.outcome,
                 "headers": recorded_response_headers(end.headers), "streamed": reply.events > 0,
-                "reply": message, "error": error, "complete": reply.complete, "usage": usage_map,
-                "model": model, "cost": cost, "events": reply.events, "bytes": len(end.body),
+                "reply": message, "error": error, "complete": done.complete, "usage": usage_map,
+                "model": model, "cost": cost, "events": reply.events, "bytes": size,
                 "timings": {"headers": end.timings.headers, "first_byte": end.timings.first_byte,
                             "total": end.timings.total},
-                "problems": reply.problems,
+                "problems": problems,
             }
+            if cut:
+                record["cut"] = {"kept_bytes": len(end.body), "limit": "proxy_reply_limit"}
             try:
-                self.recorder.write(call.id, record, self._secrets.get(call.id, frozenset()), first=False)
-            except RecordError as error:
-                return done, f"reply not recorded: {error}"
-        return done, None
+                self.recorder.write(call.id, record, redactor, first=False)
+            except RecordError as failed:
+                notes.append(f"reply not recorded: {failed}")
+        return done, tuple(notes)
+
+
+_PRICED = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def _usage(sent: dict[str, Any] | None, checked: dict[str, Any] | None) -> Usage | None:
+    """The call's Usage; None (unknown, so nothing is priced) when a priced figure was sent but was not a count."""
+    if sent is None or checked is None:
+        return None
+    if any(sent.get(key) is not None and checked.get(key) is None for key in _PRICED):
+        return None
+    return Usage.from_mapping(checked)
 
 
 def _one_hour_marks(body: dict[str, Any]) -> bool:
@@ -320,12 +369,12 @@ def _one_hour_marks(body: dict[str, Any]) -> bool:
 
 
 def _request_record(start: ExchangeStart, call: ProxyCall, body: dict[str, Any], body_error: str | None,
-                    text: str) -> dict[str, Any]:
+                    text: str, redactor: Redactor) -> dict[str, Any]:
     """The `proxy_request` record: the body as the client sent it, an allow-list of headers."""
     record: dict[str, Any] = {
         "type": REQUEST, "version": RECORD_VERSION, "id": start.id, "started": start.started,
         "method": start.method, "path": start.path, "upstream": start.upstream, "user_agent": call.user_agent,
-        "headers": recorded_request_headers(start.headers), "body_bytes": len(start.body),
+        "headers": redactor.value(recorded_request_headers(start.headers)), "body_bytes": len(start.body),
         "conversation": call.conversation_key, "conversation_number": call.conversation, "turn": call.turn,
     }
     if body_error is None:
@@ -335,18 +384,26 @@ def _request_record(start: ExchangeStart, call: ProxyCall, body: dict[str, Any],
     return record
 
 
-def _parse_body(start: ExchangeStart) -> tuple[dict[str, Any], str | None, str]:
-    """The request body as a dict, or ({}, why not, its text)."""
+_OVER_LIMIT = "over proxy_body_limit"
+
+
+def _parse_body(start: ExchangeStart, limit: int) -> tuple[dict[str, Any], str | None, str]:
+    """The request body as a dict, or ({}, why not, its text); never inflated or read past `limit` bytes."""
+    if len(start.body) > limit:
+        return {}, f"{_OVER_LIMIT}: the body is {len(start.body):,} bytes: forwarded as sent, recorded without it", ""
     encoding = next((value for name, value in start.headers if name.lower() == "content-encoding"), None)
     try:
-        raw = decode_body(start.body, encoding)
+        raw = decode_body(start.body, encoding, limit)
+    except BodyTooLarge:
+        return {}, (f"{_OVER_LIMIT}: the body inflates past {limit:,} bytes ({encoding}): forwarded as sent, "
+                    "recorded without it"), ""
     except UndecodableBody as error:
         return {}, str(error), ""
     text = raw.decode("utf-8", errors="replace")
     try:
-        body = json.loads(text)
+        body, _ = loads(text)
     except ValueError as error:
-        return {}, f"not JSON: {error}", text
+        return {}, f"not JSON: {str(error)[:200]}", text
     if not isinstance(body, dict):
         return {}, "not a JSON object", text
     return body, None, text
