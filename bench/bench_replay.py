@@ -149,6 +149,31 @@ def frontier(rows: dict[str, dict[str, Any]]) -> list[str]:
     return sorted(kept, key=lambda label: rows[label]["billed_input_tokens"])
 
 
+def paired(records: list[dict[str, Any]], label: str, default: str, seed: int = 0,
+           resamples: int = 1_000) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """`label` against `default` over the same resampled trajectories: the points of billed input (as a
+    share of `none`'s) it saves more, and the points of regret it has more; each (value, 2.5%, 97.5%)."""
+    import random
+
+    def figures(picks: list[int]) -> tuple[float, float]:
+        none = sum(records[i]["engines"]["none"]["billed_input_tokens"] for i in picks) or 1.0
+        ours, theirs = ([records[i]["engines"][name] for i in picks] for name in (label, default))
+        saved = (sum(row["billed_input_tokens"] for row in theirs) - sum(row["billed_input_tokens"] for row in ours))
+        regret = [sum(row["referenced_later"] for row in rows) / max(1, sum(row["removed"] for row in rows))
+                  for rows in (ours, theirs)]
+        return 100 * saved / none, 100 * (regret[0] - regret[1])
+
+    rng = random.Random(seed)
+    count = len(records)
+    samples = [figures([rng.randrange(count) for _ in range(count)]) for _ in range(resamples)]
+    point = figures(list(range(count)))
+    out = []
+    for index in (0, 1):
+        values = sorted(sample[index] for sample in samples)
+        out.append((point[index], values[int(0.025 * (resamples - 1))], values[int(0.975 * (resamples - 1))]))
+    return out[0], out[1]
+
+
 def run_sweep(files: list[Path], workers: int, out: Path | None) -> None:
     variants = [("none", "none", settings()), *grid()]
     started = time.perf_counter()
@@ -173,8 +198,14 @@ def run_sweep(files: list[Path], workers: int, out: Path | None) -> None:
               and row["regret"]["share"] < seed["regret"]["share"]]
     print(f"\n{len(rows)} settings over {data['trajectories']} trajectories in {time.perf_counter() - started:.0f} s;"
           f" * = on the frontier of billed input against regret.")
-    print("Settings that bill no more than the seed's default at a lower regret: "
-          + (", ".join(sorted(better, key=lambda label: rows[label]['billed_input_tokens'])) or "none"))
+    print("\nSettings that bill no more than the seed's default at a lower regret, against it on the same "
+          "trajectories\n(paired bootstrap, 1,000 resamples: points of billed input saved, points of regret):")
+    for label in sorted(better, key=lambda label: rows[label]["billed_input_tokens"])[:8]:
+        saved, regret = paired(records, label, default)
+        print(f"  {label:<52} saves {saved[0]:+.1f} [{saved[1]:+.1f}, {saved[2]:+.1f}]   "
+              f"regret {regret[0]:+.2f} [{regret[1]:+.2f}, {regret[2]:+.2f}]")
+    if not better:
+        print("  none")
     if out is not None:
         out.write_text(json.dumps(data, indent=1))
 

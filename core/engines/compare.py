@@ -228,16 +228,24 @@ def cleared_view(replay: Replay, engine: ServerEngine, messages: list[Message]) 
     return view
 
 
+def _cleared_count(messages: Sequence[Message]) -> int:
+    return sum(1 for message in messages if isinstance(message.get("content"), list)
+               for block in message["content"] if isinstance(block, dict) and block.get("content") == CLEARED)
+
+
 async def _server_clear(replay: Replay, engine: ServerEngine) -> list[Message]:
     view: list[Message] = []
+    cleared = 0
     for number, call in enumerate(replay.recorded.calls, 1):
         replay.history.extend(call.added)
         await replay.prepare(number, True)
         view = cleared_view(replay, engine, replay.history)
         if view is not replay.history and (not replay.run.cuts or replay.run.cuts[-1] != number):
             replay.run.cuts.append(number)
-        if view is not replay.history:
+        now = _cleared_count(view) if view is not replay.history else 0
+        if now > cleared:  # a step is a call at which the server cleared results it had not cleared before
             replay.run.steps[CLEAR_STEP] = replay.run.steps.get(CLEAR_STEP, 0) + 1
+        cleared = now
         replay.send(number, view, call.reply)
         if call.reply is not None:
             replay.history.append(call.reply)

@@ -117,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_proxy_parser(commands)
     from tui.cli.replay import add_replay_parser
 
-    add_replay_parser(commands, _common)
+    add_replay_parser(commands)
     return parser
 
 

@@ -18,8 +18,8 @@ from core.text import visible
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
-def add_replay_parser(commands: Any, common: Any) -> None:
-    """The `replay` sub-command's flags (`common` adds --set, --model, --workdir, --output-format)."""
+def add_replay_parser(commands: Any) -> None:
+    """The `replay` sub-command's flags."""
     from core.engines.replay import ENGINES
 
     replay = commands.add_parser(
@@ -34,7 +34,13 @@ def add_replay_parser(commands: Any, common: Any) -> None:
     replay.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
     replay.add_argument("--workers", type=int, default=0, metavar="N",
                         help="trajectories replayed at once, one process each (default: one per core)")
-    common(replay, suppress=True)
+    replay.add_argument("--output-format", choices=("table", "text", "json"), default="table",
+                        help="table (default; text is the same) or json (one object)")
+    replay.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="a setting every engine replays with, e.g. --set keep_recent_results=5 (repeatable)")
+    replay.add_argument("--model", default=argparse.SUPPRESS,
+                        help="price as this model where a trajectory's own model has no known price")
+    replay.add_argument("--workdir", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
 def parse_engines(text: str) -> list[str]:
