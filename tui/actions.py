@@ -11,6 +11,8 @@ letters go to the prompt).
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -126,6 +128,34 @@ BY_ID: dict[str, Action] = {action.id: action for action in ACTIONS}
 BY_SLASH: dict[str, Action] = {action.slash: action for action in ACTIONS if action.slash}
 
 
+COMMAND_WORD = re.compile(r"/([A-Za-z]+)(\S*)")
+"""The first word of a prompt that looks like a command: `/`, letters, then anything up to a space."""
+
+
+def refused_command(text: str) -> str | None:
+    """Why `text` (a prompt starting with `/`) is refused as a mistyped command, with a suggestion;
+    None when it is not refused (a known command runs; anything else is a message).
+
+    A first word of `/` and letters only that is no command (`/tre`) is refused, as is a command's
+    name with more glued to it (`/restore.task_outputs/x`): either would reach the model as a prompt
+    (a paid call, junk in the context). A first word with other characters after the letters is sent
+    as a message: a path such as `/usr/bin` starts many a real question.
+    """
+    match = COMMAND_WORD.match(text)
+    if match is None:
+        return None
+    word, glued = match.groups()
+    if word in BY_SLASH:
+        if not glued:
+            return None
+        return f"/{word}{glued} is not a command: did you mean /{word} {text[len(word) + 1:].strip()}?"
+    if glued:
+        return None
+    close = difflib.get_close_matches(word.lower(), list(BY_SLASH), n=1, cutoff=0.6)
+    hint = f"did you mean /{close[0]}?" if close else "/help lists the commands"
+    return f"unknown command /{word}: {hint}"
+
+
 class UiState(Protocol):
     """What availability depends on."""
 
@@ -206,7 +236,9 @@ def help_markdown() -> str:
         f"**Keys**: {keys} · `ctrl+p` command palette.\n\n"
         "**In the tree**: `enter` opens a placeholder / persisted output (the archived file), a snip marker or "
         f"summary (the archived transcript), or shows a block's text; `space` expands a message · {tree_keys}.\n\n"
-        f"**Slash commands** (not sent to the model): {slashes}."
+        f"**Slash commands** (not sent to the model): {slashes}. A first word of `/` and letters that is no "
+        "command (`/tre`), or a command with more glued to it (`/restore.x`), is refused with a suggestion and "
+        "nothing is sent; a message may start with a path such as `/usr/bin/env`."
     )
 
 

@@ -284,13 +284,18 @@ class MainScreen(Screen[None]):
     # --- sending -----------------------------------------------------------------------------------
 
     async def submit(self, text: str, *, typed: bool = False) -> bool:
-        """Run `text` as a user turn (or a slash command). False when a turn is already running (`typed`:
-        it came from the prompt, and goes back to it). A message larger than the whole context limit is
-        asked about first (`OversizeScreen`)."""
+        """Run `text` as a user turn (or a slash command). False when it was not run: a turn is already
+        running, or it is a mistyped command (`typed`: it came from the prompt, and goes back to it). A
+        message larger than the whole context limit is asked about first (`OversizeScreen`)."""
         await self.agent_ready.wait()  # sent in the first moments: it goes once the agent is built
         stripped = text.strip()
-        if stripped.startswith("/") and await self._slash(stripped):
-            return True
+        if stripped.startswith("/"):
+            if await self._slash(stripped):
+                return True
+            refused = actions.refused_command(stripped)
+            if refused is not None:  # never sent to the model: a paid call and junk in the context
+                await self.chat.add_notice(f"{refused} (nothing was sent)", warning=True)
+                return False
         if self.busy:
             kept = " (your message is back in the prompt)" if typed else ""
             self.notify(f"A turn is running: wait for it, or press esc to cancel it{kept}.", severity="warning")
