@@ -312,7 +312,7 @@ class TurnFinished:
     text: str
     cancelled: bool = False
     error: str | None = None
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, int | None] = field(default_factory=dict)
 
 
 AgentEvent = (

@@ -29,6 +29,7 @@ from core.model.base import (
     TextChunk,
 )
 from core.text import one_line
+from core.usage.figures import token_figure, usage_figures
 
 if TYPE_CHECKING:
     import anthropic
@@ -41,24 +42,6 @@ _KEEP_KEYS = {
 }
 _TOO_LONG = ("prompt is too long", "prompt_too_long", "too many tokens")
 CACHE_CONTROL = {"type": "ephemeral"}
-_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-
-
-def usage_figures(usage: Any) -> dict[str, int]:
-    """The SDK's `Usage` as `ModelResponse.usage`: its four counts, and the nested TTL split of the
-    cache writes and the thinking tokens flattened under their own names when the API gave them."""
-    figures = {key: int(getattr(usage, key, 0) or 0) for key in _USAGE_KEYS}
-    split = getattr(usage, "cache_creation", None)
-    for key in ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"):
-        value = getattr(split, key, None)
-        if isinstance(value, int):
-            figures[key] = value
-    thinking = getattr(getattr(usage, "output_tokens_details", None), "thinking_tokens", None)
-    if isinstance(thinking, int):
-        figures["thinking_tokens"] = thinking
-    return figures
-
-
 def _plain(value: Any) -> Any:
     """An SDK model (or a list of them) as plain JSON data; None stays None."""
     if isinstance(value, list):
@@ -255,9 +238,10 @@ class AnthropicModel:
         except Exception as error:
             mapped, _ = self._classify(error, self.max_retries)
             raise mapped from error
-        if type(value) is not int or value < 0:
+        count = token_figure(value)
+        if count is None:
             raise ModelError(f"count_tokens answered {one_line(repr(value), 60)}, not a token count", "api")
-        return value
+        return count
 
     async def model_info(self) -> Any:
         """The Models API's object for this model (asked once it answered); None when it cannot say."""
@@ -317,7 +301,7 @@ class AnthropicModel:
                 yield ModelResponse(
                     content=reply_content([plain_block(block) for block in final.content], messages),
                     stop_reason=final.stop_reason,
-                    usage=usage_figures(final.usage),
+                    usage=usage_figures(final.usage),  # message_start's, updated by message_delta's
                     id=self._previous_id,
                     diagnostics=diagnostics.model_dump(mode="json") if diagnostics is not None else None,
                     asked=asked,

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from core.usage.figures import UsageFigures
 from core.usage.prices import Usage
 
 SUMMARY_SYSTEM_PROMPT = (
@@ -34,7 +35,8 @@ class Retrying:
 class ModelResponse:
     """The complete assistant message: plain-dict content blocks (text, tool_use, thinking).
 
-    `usage` holds the API's figures under their key names, the nested ones flattened:
+    `usage` holds the API's figures under their key names, checked (core/usage/figures.py: a figure
+    that is no token count is None, unknown), the nested ones flattened:
     `ephemeral_5m_input_tokens` / `ephemeral_1h_input_tokens` (usage.cache_creation) and
     `thinking_tokens` (usage.output_tokens_details), when the API gave them. `id` is the message id
     (the next request's `diagnostics.previous_message_id`); `diagnostics` the response's
@@ -43,7 +45,7 @@ class ModelResponse:
 
     content: list[dict[str, Any]]
     stop_reason: str | None = None
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: UsageFigures = field(default_factory=dict)
     id: str | None = None
     diagnostics: dict[str, Any] | None = None
     asked: bool = False  # the request carried diagnostics with a previous message id
@@ -59,10 +61,11 @@ class ModelResponse:
     @property
     def prompt_tokens(self) -> int | None:
         """Every prompt token of the call: `input_tokens` is only the uncached part when caching is on,
-        so cache reads and writes are added back (None when the usage has no input figure)."""
+        so cache reads and writes are added back (None when the usage has no input figure, or one
+        of the three is unknown)."""
         if "input_tokens" not in self.usage:
             return None
-        return Usage.from_mapping(self.usage).prompt_tokens
+        return Usage.from_figures(self.usage).prompt_figure
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,7 @@ class SummaryUsage:
     """A summary call's usage (keys as in `ModelResponse.usage`) and the length of the prompt it read:
     how a summary call reaches the timeline, as one of its events (it has no other way out)."""
 
-    usage: dict[str, int]
+    usage: UsageFigures
     chars: int
 
 

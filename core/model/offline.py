@@ -352,7 +352,7 @@ class OfflineModel:
             )
         content = reply_content(content, messages)  # as a real reply: valid UTF-8, ids the API accepts
         calls_json = json.dumps(content[1:], ensure_ascii=False) if plan.calls else ""
-        usage = {
+        usage: dict[str, int | None] = {
             "input_tokens": len(serialised) // 4,
             "output_tokens": len(plan.text) // 4 + len(calls_json) // 4,
         }

@@ -1,47 +1,60 @@
 """A session's cache economics, read back from its log: what `ctxtui inspect FILE --report` prints.
 
 Every model call's sample is in the session file (an "event" record of kind ContextSampled, the
-sample's fields as `dataclasses.asdict` wrote them). `read_samples` reads them back (a line of the
-wrong shape is skipped), `economics` adds them up: calls, the cost and its four parts, the tokens
-by kind, the hit rate (the share of prompt tokens read from the cache), the misses by cause and by
-what caused them, the tokens written again, and where the API's diagnosis disagreed.
+sample's fields as `dataclasses.asdict` wrote them). `read_samples` reads them back through
+core/jsonlines.py (a line of the wrong shape, too long or nested too deep is skipped) and checks
+every figure as it enters (core/usage/figures.py: a token count or a cost that is none is None,
+unknown); `economics` adds them up: calls, the cost and its four parts, the tokens by kind, the hit
+rate (the share of prompt tokens read from the cache), the misses by cause and by what caused them,
+the tokens written again, and where the API's diagnosis disagreed.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from core.jsonlines import read_records
+from core.usage.figures import cost_figure, token_figure
+
 _PARTS = ("input", "cache_write", "cache_read", "output")
+_TOKENS = ("input_tokens", "cache_read_tokens", "cache_creation_tokens", "output_tokens", "thinking_tokens")
 
 
 def read_samples(path: Path) -> list[dict[str, Any]]:
-    """The samples a session file recorded, oldest first."""
+    """The samples a session file recorded, oldest first, their figures checked (`checked_sample`).
+
+    Raises OSError when the file cannot be opened as a regular file (a symlink to one is followed:
+    the person named it)."""
     samples: list[dict[str, Any]] = []
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(record, dict) or record.get("type") != "event" or record.get("kind") != "ContextSampled":
-                continue
-            event = record.get("event")
-            sample = event.get("sample") if isinstance(event, dict) else None
-            if isinstance(sample, dict):
-                samples.append(sample)
+    for record in read_records(path, follow_symlinks=True):
+        if not isinstance(record, dict) or record.get("type") != "event" or record.get("kind") != "ContextSampled":
+            continue
+        event = record.get("event")
+        sample = event.get("sample") if isinstance(event, dict) else None
+        if isinstance(sample, dict):
+            samples.append(checked_sample(sample))
     return samples
 
 
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+def checked_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
+    """A sample as a file holds it, with each figure `economics` adds up checked: token counts and
+    costs that are none become None; a `cost_parts` or `cache_miss` that is no object is None."""
+    checked = dict(sample)
+    for key in _TOKENS:
+        checked[key] = token_figure(sample.get(key))
+    checked["cost"] = cost_figure(sample.get("cost"))
+    split = sample.get("cost_parts")
+    checked["cost_parts"] = {name: cost_figure(split.get(name)) for name in _PARTS} if isinstance(split, dict) else None
+    miss = sample.get("cache_miss")
+    checked["cache_miss"] = {**miss, "tokens": token_figure(miss.get("tokens"))} if isinstance(miss, dict) else None
+    return checked
 
 
 def economics(samples: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """The sums of a session's samples (JSON-ready)."""
+    """The sums of a session's samples, as `read_samples` checked them (JSON-ready)."""
     calls = summaries = failed = 0
     tokens = Counter[str]()
     parts = dict.fromkeys(_PARTS, 0.0)
@@ -57,20 +70,20 @@ def economics(samples: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             calls += 1
         if sample.get("error"):
             failed += 1
-        for key in ("input_tokens", "cache_read_tokens", "cache_creation_tokens", "output_tokens", "thinking_tokens"):
-            tokens[key] += int(_number(sample.get(key)))
-        if isinstance(sample.get("cost"), int | float):
+        for key in _TOKENS:
+            tokens[key] += sample.get(key) or 0
+        if sample.get("cost") is not None:
             priced = True
-            cost += _number(sample.get("cost"))
+            cost += sample["cost"]
         split = sample.get("cost_parts")
         if isinstance(split, Mapping):
             for name in _PARTS:
-                parts[name] += _number(split.get(name))
+                parts[name] += split.get(name) or 0.0
         miss = sample.get("cache_miss")
         if isinstance(miss, Mapping) and isinstance(miss.get("cause"), str):
             entry = causes.setdefault(miss["cause"], {"calls": 0, "tokens": 0})
             entry["calls"] += 1
-            entry["tokens"] += int(_number(miss.get("tokens")))
+            entry["tokens"] += miss.get("tokens") or 0
             culprits[str(miss.get("by") or "nothing of ours")] += 1
         if _disagrees(miss, sample.get("api_miss_reason")):
             disagreements += 1
@@ -125,4 +138,4 @@ def economics_text(data: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-__all__ = ["economics", "economics_text", "read_samples"]
+__all__ = ["checked_sample", "economics", "economics_text", "read_samples"]

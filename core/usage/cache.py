@@ -150,13 +150,16 @@ class CacheTracker:
         return best.by if best is not None else None
 
     def answered(self, request: PrefixPrint, usage: Usage, started: float) -> None:
-        """A call was answered: its request is the new base, its usage says what the cache holds."""
-        cached = usage.cache_read_tokens + usage.cache_creation_tokens
+        """A call was answered: its request is the new base, its usage says what the cache holds
+        (nothing is known of it when the usage gave a cache figure as no count)."""
+        known = usage.figure("cache_read_tokens") is not None and usage.figure("cache_creation_tokens") is not None
+        cached = usage.cache_read_tokens + usage.cache_creation_tokens if known else None
         self.base, self.base_tokens = request, cached
         self.expires_at = started + TTL_SECONDS.get(self.ttl, 300.0) if cached else None
         self.frontier, self.changes = (request.messages, 0), []
-        self.read_tokens += usage.cache_read_tokens
-        self.prompt_tokens += usage.prompt_tokens
+        if usage.prompt_figure is not None:
+            self.read_tokens += usage.cache_read_tokens
+            self.prompt_tokens += usage.prompt_figure
 
     def reset(self) -> None:
         """A new session: nothing is known of any cache."""

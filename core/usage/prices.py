@@ -10,14 +10,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from core.usage.figures import token_figure, usage_figures
+
 CacheTTL = Literal["5m", "1h"]
 CACHE_TTLS: tuple[CacheTTL, ...] = ("5m", "1h")
 TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
 
 
-def _figure(usage: Mapping[str, Any], key: str) -> int | None:
-    value = usage.get(key)
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+_COUNT_KEYS = {
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "cache_read_tokens": "cache_read_input_tokens",
+    "cache_creation_tokens": "cache_creation_input_tokens",
+}
+"""`Usage`'s four count fields and the API's names for them."""
+_PROMPT_PARTS = frozenset({"input_tokens", "cache_read_tokens", "cache_creation_tokens"})
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,8 @@ class Usage:
     `cache_write_1h_tokens` is the part of the cache writes made with the 1-hour TTL, when the API
     said (`usage.cache_creation.ephemeral_1h_input_tokens`); `thinking_tokens` the part of the output
     spent thinking (`usage.output_tokens_details.thinking_tokens`); None when the API did not say.
+    `unknown` names the counts the API gave as no count (core/usage/figures.py): they are 0 here,
+    None from `figure`, and a cost or a cache figure that needs one of them is unknown too.
     """
 
     input_tokens: int = 0
@@ -35,24 +44,62 @@ class Usage:
     cache_creation_tokens: int = 0
     cache_write_1h_tokens: int | None = None
     thinking_tokens: int | None = None
+    unknown: frozenset[str] = frozenset()
 
     @classmethod
     def from_mapping(cls, usage: Mapping[str, Any]) -> Usage:
-        """From a `ModelResponse.usage` dict (API key names, the nested figures flattened by the model);
-        missing or null figures are 0 (the two optional splits None)."""
+        """From a `usage` as the API writes it, or with its nested figures flattened: a null or missing
+        count is 0 (it does not apply), one that is no count unknown (checked by `usage_figures`)."""
+        figures = usage_figures(usage)
+        for key in ("ephemeral_1h_input_tokens", "thinking_tokens"):  # already flattened
+            value = token_figure(usage.get(key))
+            if key not in figures and value is not None:
+                figures[key] = value
+        return cls.from_figures(figures)
+
+    @classmethod
+    def from_figures(cls, figures: Mapping[str, int | None]) -> Usage:
+        """From checked figures (`usage_figures`, as `ModelResponse.usage` holds them): a missing count
+        is 0, a None one unknown (the two optional splits None when missing)."""
+        unknown = frozenset(name for name, key in _COUNT_KEYS.items() if key in figures and figures[key] is None)
+
+        def count(key: str) -> int:
+            value = figures.get(key)
+            return value if type(value) is int else 0
+
+        def given(key: str) -> int | None:
+            value = figures.get(key)
+            return value if type(value) is int else None
+
         return cls(
-            input_tokens=_figure(usage, "input_tokens") or 0,
-            output_tokens=_figure(usage, "output_tokens") or 0,
-            cache_read_tokens=_figure(usage, "cache_read_input_tokens") or 0,
-            cache_creation_tokens=_figure(usage, "cache_creation_input_tokens") or 0,
-            cache_write_1h_tokens=_figure(usage, "ephemeral_1h_input_tokens"),
-            thinking_tokens=_figure(usage, "thinking_tokens"),
+            input_tokens=count("input_tokens"),
+            output_tokens=count("output_tokens"),
+            cache_read_tokens=count("cache_read_input_tokens"),
+            cache_creation_tokens=count("cache_creation_input_tokens"),
+            cache_write_1h_tokens=given("ephemeral_1h_input_tokens"),
+            thinking_tokens=given("thinking_tokens"),
+            unknown=unknown,
         )
+
+    def figure(self, name: str) -> int | None:
+        """One of the four counts by field name (`input_tokens`, `cache_read_tokens`, ...); None when unknown."""
+        return None if name in self.unknown else int(getattr(self, name))
+
+    @property
+    def complete(self) -> bool:
+        """Every count is known (the cost and the prompt size can be told)."""
+        return not self.unknown
 
     @property
     def prompt_tokens(self) -> int:
-        """Every token of the prompt that was sent: uncached input plus cache reads and writes."""
+        """Every token of the prompt that was sent: uncached input plus cache reads and writes (an
+        unknown part counts 0: `prompt_figure` is None then)."""
         return self.input_tokens + self.cache_read_tokens + self.cache_creation_tokens
+
+    @property
+    def prompt_figure(self) -> int | None:
+        """`prompt_tokens` when its three parts are known, else None."""
+        return None if self.unknown & _PROMPT_PARTS else self.prompt_tokens
 
 
 @dataclass(frozen=True)

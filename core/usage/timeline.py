@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Literal
 
 from core.text import one_line, visible
 from core.usage.miss import CacheMiss, PrefixChange
@@ -95,10 +95,10 @@ class ContextSample:
 
     @property
     def prompt_tokens(self) -> int | None:
-        """The tokens sent (input + cache read + cache write), from usage; None when unknown."""
-        if self.input_tokens is None:
+        """The tokens sent (input + cache read + cache write), from usage; None when any is unknown."""
+        if self.input_tokens is None or self.cache_read_tokens is None or self.cache_creation_tokens is None:
             return None
-        return self.input_tokens + (self.cache_read_tokens or 0) + (self.cache_creation_tokens or 0)
+        return self.input_tokens + self.cache_read_tokens + self.cache_creation_tokens
 
     @property
     def tokens(self) -> int | None:
@@ -119,12 +119,14 @@ def describe_sample(sample: ContextSample) -> str:
             f"{step} -{saved:,}" for step, saved in zip(sample.steps, sample.saved, strict=False)
         )
         parts.append(f"after {steps}")
-    if sample.prompt_tokens is not None:
+    known = (sample.input_tokens, sample.cache_read_tokens, sample.cache_creation_tokens, sample.output_tokens)
+    if sample.prompt_tokens is not None or any(figure is not None for figure in known):
+        total = f"{sample.prompt_tokens:,}" if sample.prompt_tokens is not None else "? (unknown)"
         parts.append(
-            f"{sample.prompt_tokens:,} tokens (input {sample.input_tokens or 0:,}, "
-            f"cache read {sample.cache_read_tokens or 0:,}, cache write {sample.cache_creation_tokens or 0:,})"
+            f"{total} tokens (input {_count(sample.input_tokens)}, "
+            f"cache read {_count(sample.cache_read_tokens)}, cache write {_count(sample.cache_creation_tokens)})"
         )
-        parts.append(f"output {sample.output_tokens or 0:,}")
+        parts.append(f"output {_count(sample.output_tokens)}")
         if sample.thinking_tokens:
             parts.append(f"thinking {sample.thinking_tokens:,}")
     elif sample.estimated_tokens is not None:
@@ -149,6 +151,11 @@ def describe_sample(sample: ContextSample) -> str:
     if sample.error:
         parts.append(f"failed: {visible(one_line(sample.error, 200))}")
     return " · ".join(parts)
+
+
+def _count(figure: int | None) -> str:
+    """A usage figure as the context line shows it ("?" when the API gave no count)."""
+    return "?" if figure is None else f"{figure:,}"
 
 
 @dataclass
@@ -196,7 +203,7 @@ class Timeline:
         self._open = True
         return sample
 
-    def finish(self, usage: Mapping[str, Any] | None, error: str | None = None) -> ContextSample:
+    def finish(self, usage: Mapping[str, int | None] | None, error: str | None = None) -> ContextSample:
         """The newest call ended: its usage (None when it failed) and cost."""
         sample = self.samples[-1]
         self._open = False
@@ -204,17 +211,19 @@ class Timeline:
         self.samples[-1] = done
         return done
 
-    def _priced(self, sample: ContextSample, usage: Mapping[str, Any] | None, error: str | None) -> ContextSample:
+    def _priced(self, sample: ContextSample, usage: Mapping[str, int | None] | None,
+                error: str | None) -> ContextSample:
         if usage is None or self.offline:
             return replace(sample, error=error)
-        figures = Usage.from_mapping(usage)
-        parts = self.price.parts(figures, self.ttl) if self.price is not None else None
+        figures = Usage.from_figures(usage)
+        # A figure the API gave as no count is unknown, and so is a cost that needs it.
+        parts = self.price.parts(figures, self.ttl) if self.price is not None and figures.complete else None
         return replace(
             sample,
-            input_tokens=figures.input_tokens,
-            cache_read_tokens=figures.cache_read_tokens,
-            cache_creation_tokens=figures.cache_creation_tokens,
-            output_tokens=figures.output_tokens,
+            input_tokens=figures.figure("input_tokens"),
+            cache_read_tokens=figures.figure("cache_read_tokens"),
+            cache_creation_tokens=figures.figure("cache_creation_tokens"),
+            output_tokens=figures.figure("output_tokens"),
             thinking_tokens=figures.thinking_tokens,
             cost=parts.total if parts is not None else None,
             cost_parts=parts,
@@ -222,7 +231,7 @@ class Timeline:
             error=error,
         )
 
-    def summary(self, usage: Mapping[str, Any], chars: int, started_at: float | None = None) -> ContextSample:
+    def summary(self, usage: Mapping[str, int | None], chars: int, started_at: float | None = None) -> ContextSample:
         """A summary call that ended (its prompt was `chars` characters): recorded and priced whole.
         The steps and size noted for the next turn call stay for it."""
         sample = ContextSample(call=len(self.samples) + 1, chars_before=chars, chars_after=chars, messages=1,

@@ -255,6 +255,11 @@ class Exchange:
         frame = _sse_frame(event, data)
         self._write(f"{len(frame):x}\r\n".encode() + frame + b"\r\n")
 
+    def send_raw_event(self, event: str, data: bytes) -> None:
+        """Send one SSE frame whose data is ``data`` as it is: JSON text no encoder writes (``1e400``)."""
+        frame = b"event: " + event.encode() + b"\ndata: " + data + b"\n\n"
+        self._write(f"{len(frame):x}\r\n".encode() + frame + b"\r\n")
+
     def end_stream(self) -> None:
         """Finish the chunked body cleanly."""
         self._write(b"0\r\n\r\n")

@@ -116,7 +116,7 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False, output
         elif output_format == "json":
             records.append(record)
 
-    def finish(text: str, code: int, error: str | None, usage: dict[str, int] | None = None) -> int:
+    def finish(text: str, code: int, error: str | None, usage: dict[str, int | None] | None = None) -> int:
         if output_format == "text":
             if text or error is None:
                 _write_line(sys.stdout, visible(text))
@@ -142,7 +142,7 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False, output
         return EXIT_USAGE
     final_text = ""
     error_text: str | None = None
-    usage: dict[str, int] = {}
+    usage: dict[str, int | None] = {}  # a figure the API gave as no count is null (unknown)
     try:
         async for event in agent.run_turn(prompt):
             if isinstance(event, PermissionRequested):
