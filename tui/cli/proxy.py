@@ -5,6 +5,10 @@ it forwards. Then either the live view (tui/proxy_app.py) takes the terminal, or
 (or when stderr is not a terminal to paint on) it prints one line per call. The view paints on
 stderr (Textual's way), so stdout keeps those first lines, and they are on the screen again when
 the view closes. Ctrl-C (or ctrl+q in the view) or SIGTERM stops it; exit 0.
+
+The settings are read once, at start (flags > CTXTUI_* > config file, as for every command; `--set`
+too): the proxy's limits (proxy_request_limit, proxy_body_limit, proxy_reply_limit) and the view's
+own. A bad one is one line and exit 2, before anything listens.
 """
 
 from __future__ import annotations
@@ -15,11 +19,15 @@ import contextlib
 import os
 import signal
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.text import visible
+
+if TYPE_CHECKING:
+    from core.config import ResolvedConfig
+    from core.proxy.limits import ProxyLimits
 
 DEFAULT_PORT = 8788
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
@@ -43,10 +51,18 @@ def add_proxy_parser(commands: Any) -> None:
                        help="where the recordings go: WORKDIR/.ctxtui/proxy/ (default: the current directory)")
     proxy.add_argument("--headless", action="store_true", help="print one line per call instead of the live view")
     proxy.add_argument("--no-record", action="store_true", help="keep nothing on disk")
+    proxy.add_argument("--set", dest="proxy_set", action="append", default=[], metavar="FIELD=VALUE",
+                       help="override a setting, e.g. --set proxy_reply_limit=8000000 (repeatable)")
 
 
 class ProxyUsageError(Exception):
     """A bad flag: one line, exit 2."""
+
+
+def _default_limits() -> ProxyLimits:
+    from core.proxy.limits import ProxyLimits
+
+    return ProxyLimits()
 
 
 @dataclass(frozen=True)
@@ -57,6 +73,7 @@ class ProxyOptions:
     workdir: Path
     headless: bool
     record: bool
+    limits: ProxyLimits = field(default_factory=_default_limits)
 
 
 def proxy_options(args: argparse.Namespace, environ: dict[str, str] | None = None) -> ProxyOptions:
@@ -92,18 +109,33 @@ def _say(line: str, *, err: bool = False) -> None:
     print(visible(line), file=sys.stderr if err else sys.stdout, flush=True)
 
 
+def proxy_settings(args: argparse.Namespace) -> ResolvedConfig:
+    """The settings in effect (flags > CTXTUI_* > config file > defaults); ProxyUsageError (one line) if one is bad."""
+    from core.config import ConfigError, resolve_config
+
+    try:
+        overrides = [*(getattr(args, "set", None) or []), *(getattr(args, "proxy_set", None) or [])]
+        return resolve_config(flags={}, overrides=overrides)
+    except ConfigError as error:
+        raise ProxyUsageError(str(error)) from None
+
+
 def run_proxy(args: argparse.Namespace) -> int:
+    from core.proxy.limits import ProxyLimits
+
     try:
         options = proxy_options(args)
+        config = proxy_settings(args)
     except ProxyUsageError as error:
         _say(f"ctxtui proxy: error: {error}", err=True)
         return EXIT_USAGE
+    options = replace(options, limits=ProxyLimits.from_settings(config.top))
     if not options.headless and not sys.stderr.isatty():
         note = "ctxtui proxy: stderr is not a terminal, so no live view: one line per call, as --headless"
         return asyncio.run(serve_proxy(replace(options, headless=True), note))
     if options.headless:
         return asyncio.run(serve_proxy(options))
-    return run_view(options)
+    return run_view(options, config)
 
 
 def _announce(url: str, options: ProxyOptions, folder: Path | None) -> None:
@@ -135,20 +167,14 @@ def _stopped(calls: int, recorder: Any) -> None:
     _say(f"ctxtui proxy: stopped after {calls} call(s){where}", err=True)
 
 
-def run_view(options: ProxyOptions) -> int:
+def run_view(options: ProxyOptions, config: ResolvedConfig) -> int:
     """The proxy on a thread of its own (a repaint never delays a reply), the live view on this one."""
-    from core.config import ConfigError, resolve_config
     from core.proxy.http import shown_upstream
     from core.proxy.record import Recorder, RecordError
     from core.proxy.server import ProxyError
     from core.proxy.thread import ProxyThread
 
     sys.setswitchinterval(0.001)  # see serve_proxy: the view's thread hands the GIL back to the proxy's sooner
-    try:
-        config = resolve_config(flags={}, overrides=[])
-    except ConfigError as error:
-        _say(f"ctxtui proxy: {error} (the view uses the defaults)", err=True)
-        config = None
     recorder = Recorder(options.workdir) if options.record else None
     if recorder is not None:
         try:
@@ -156,7 +182,7 @@ def run_view(options: ProxyOptions) -> int:
         except RecordError as error:
             _say(f"ctxtui proxy: {error}", err=True)
             return EXIT_FAILED
-    proxy = ProxyThread(options.upstream, recorder, host=options.host, port=options.port)
+    proxy = ProxyThread(options.upstream, recorder, host=options.host, port=options.port, limits=options.limits)
     try:
         proxy.start()
     except ProxyError as error:
@@ -167,15 +193,13 @@ def run_view(options: ProxyOptions) -> int:
         return EXIT_USAGE
     folder = recorder.folder if recorder is not None else None
     _announce(proxy.url, options, folder)
-    from core.compaction import CompactionSettings
     from tui.proxy_app import ProxyApp
     from tui.widgets.proxy_status import ProxyAbout
 
-    compaction = config.compaction if config is not None else CompactionSettings()
+    compaction = config.compaction
     about = ProxyAbout(proxy.url, shown_upstream(options.upstream), f"{folder}{os.sep}" if folder else None)
     app = ProxyApp(proxy.events, about, options.workdir, limit=compaction.context_char_limit,
-                   target_ratio=compaction.micro_target_ratio, theme=config.top.get("theme") if config is not None else None,
-                   stop_on_sigterm=True)
+                   target_ratio=compaction.micro_target_ratio, theme=config.top.get("theme"), stop_on_sigterm=True)
     try:
         app.run()
     finally:
@@ -202,8 +226,8 @@ async def serve_proxy(options: ProxyOptions, note: str | None = None) -> int:
         except RecordError as error:
             _say(f"ctxtui proxy: {error}", err=True)
             return EXIT_FAILED
-    watch = Watch(recorder)
-    server = ProxyServer(options.upstream, watch, host=options.host, port=options.port)
+    watch = Watch(recorder, options.limits)
+    server = ProxyServer(options.upstream, watch, host=options.host, port=options.port, limits=options.limits)
     try:
         await server.start()
     except ProxyError as error:

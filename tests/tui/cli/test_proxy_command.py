@@ -13,10 +13,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import anthropic
+import httpx2
 import pytest
 
 from tests.support.cli import command, ctxtui, env_without_key
-from tests.support.fakeapi import FakeAnthropicServer, MessageReply, text_reply
+from tests.support.fakeapi import FakeAnthropicServer, MessageReply, error_reply, text_reply
 
 LISTENING = re.compile(r"^listening on http://127\.0\.0\.1:(?P<port>\d+)$")
 
@@ -83,8 +84,8 @@ class Running:
 
 
 @contextmanager
-def proxy_process(*flags: str) -> Iterator[Running]:
-    process = subprocess.Popen([*command(), "proxy", "--port", "0", *flags], env=env_without_key(),
+def proxy_process(*flags: str, env: dict[str, str] | None = None) -> Iterator[Running]:
+    process = subprocess.Popen([*command(), "proxy", "--port", "0", *flags], env=env or env_without_key(),
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         yield Running(process)
@@ -151,3 +152,80 @@ def test_no_record_writes_nothing_and_without_a_terminal_the_view_falls_back_to_
                                       "as --headless")
     assert "Traceback" not in stderr and "Error handling request" not in stderr, stderr
     assert list(tmp_path.iterdir()) == []
+
+
+# --- issue 30: what the command prints, and the limits it reads from the settings ----------------------
+
+
+def test_a_token_the_upstream_echoes_is_redacted_in_the_headless_line(fake_api: FakeAnthropicServer,
+                                                                       tmp_path: Path) -> None:
+    key = "sk-ant-api03-headless-echo-key-777777777"
+    fake_api.script(error_reply(401, "authentication_error", f"invalid token {key}"))
+    with proxy_process("--headless", "--no-record", "--workdir", str(tmp_path), "--upstream", fake_api.base_url,
+                       env=env_without_key(XDG_CONFIG_HOME=str(tmp_path))) as proxy:
+        match = LISTENING.match(proxy.line())
+        assert match is not None
+        for _ in range(3):
+            proxy.line()
+        client = anthropic.Anthropic(base_url=f"http://127.0.0.1:{match['port']}", api_key=key, max_retries=0)
+        with pytest.raises(anthropic.AuthenticationError):
+            client.messages.create(model="claude-sonnet-5-5", max_tokens=20, messages=[{"role": "user", "content": "x"}])
+        line = proxy.line()
+        client.close()
+        proxy.process.send_signal(signal.SIGTERM)
+        assert proxy.process.wait(20) == 0
+        stderr = proxy.process.stderr.read() if proxy.process.stderr else ""
+    assert "401 authentication_error invalid token [redacted]" in line, line
+    assert key not in line and key not in stderr
+
+
+def rss_kib(pid: int, field: str) -> int:
+    """A figure of /proc/PID/status in KiB (VmRSS: now, VmHWM: the peak so far)."""
+    for entry in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if entry.startswith(f"{field}:"):
+            return int(entry.split()[1])
+    raise AssertionError(f"no {field} for {pid}")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the proxy's RSS from /proc")
+def test_the_reply_limit_from_the_environment_bounds_the_proxy_s_memory(fake_api: FakeAnthropicServer,
+                                                                        tmp_path: Path) -> None:
+    from tests.core.proxy.test_limits import HEADERS, REQUEST, LongStream
+
+    stream = LongStream(deltas=1024)  # 64 MiB
+    fake_api.script(text_reply("warm"), stream)
+    env = env_without_key(XDG_CONFIG_HOME=str(tmp_path), CTXTUI_PROXY_REPLY_LIMIT=str(1024 * 1024))
+    with proxy_process("--headless", "--workdir", str(tmp_path), "--upstream", fake_api.base_url, env=env) as proxy:
+        match = LISTENING.match(proxy.line())
+        assert match is not None
+        url = f"http://127.0.0.1:{match['port']}/v1/messages"
+        with httpx2.Client(timeout=60) as client:
+            client.post(url, json=REQUEST, headers=HEADERS)
+            proxy.line(), proxy.line(), proxy.line(), proxy.line()  # the announcement, then the warm-up's line
+            before = rss_kib(proxy.process.pid, "VmHWM")
+            received = 0
+            with client.stream("POST", url, json={**REQUEST, "stream": True}, headers=HEADERS) as response:
+                chunks = response.iter_raw()
+                for chunk in chunks:
+                    received += len(chunk)
+                    if received >= stream.before_release:
+                        break
+                during = rss_kib(proxy.process.pid, "VmRSS")
+                stream.release.set()
+                for chunk in chunks:
+                    received += len(chunk)
+        assert " · #2 · " in proxy.line()
+        peak = rss_kib(proxy.process.pid, "VmHWM")
+        proxy.process.send_signal(signal.SIGTERM)
+        assert proxy.process.wait(20) == 0
+    assert received == stream.total
+    assert during - before < 32 * 1024, f"{(during - before) / 1024:.0f} MiB more while 64 MiB streamed through"
+    assert peak - before < 32 * 1024, f"peak {(peak - before) / 1024:.0f} MiB above the start"
+
+
+def test_a_limit_out_of_range_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = ctxtui("proxy", "--workdir", str(tmp_path), "--set", "proxy_reply_limit=0",
+                    env=env_without_key(XDG_CONFIG_HOME=str(tmp_path)))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == ["ctxtui proxy: error: proxy_reply_limit = 0 (flag --set) is out of range: "
+                                          "it must be a whole number of bytes from 1,024 to 4,000,000,000"]
