@@ -35,6 +35,8 @@ ENVIRONMENT_HELP = """environment:
 
 COMMANDS_HELP = """commands:
   ctxtui sessions               this workdir's sessions, newest first (ids for --resume ID)
+  ctxtui sessions --prune [--older-than DAYS] [--keep N] [--dry-run]
+                                remove old sessions and the archive files no remaining session needs
   ctxtui config                 the effective settings as TOML, each with its source
   ctxtui inspect FILE --report  totals, breakdown and a dry run of the pipeline for a history file
   ctxtui proxy [--port P]       watch any Messages-API client: a loopback proxy that records each call
@@ -102,6 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="{sessions,config,inspect,proxy,replay}")
     sessions = commands.add_parser("sessions", help="list this workdir's sessions, newest first")
     _common(sessions, suppress=True)
+    sessions.add_argument("--prune", action="store_true",
+                          help="remove old sessions (--older-than, --keep) and the archive files no "
+                          "remaining session needs; prints what it frees")
+    sessions.add_argument("--older-than", type=float, metavar="DAYS",
+                          help="--prune: remove sessions last active more than DAYS days ago")
+    sessions.add_argument("--keep", type=int, metavar="N", help="--prune: keep the newest N sessions")
+    sessions.add_argument("--dry-run", action="store_true",
+                          help="--prune: print what would go, remove nothing")
     config = commands.add_parser("config", help="print the effective settings as TOML with their sources")
     _common(config, suppress=True)
     inspect = commands.add_parser("inspect", help="read a transcript, session, messages or Claude Code file")
@@ -235,6 +245,12 @@ def run_sessions(args: argparse.Namespace) -> int:
 
     if args.output_format == "stream-json":
         raise UsageError("sessions: --output-format takes text or json")
+    if args.prune:
+        return run_prune(args)
+    given = [flag for flag, value in (("--older-than", args.older_than), ("--keep", args.keep),
+                                      ("--dry-run", args.dry_run or None)) if value is not None]
+    if given:
+        raise UsageError(f"sessions: {', '.join(given)} needs --prune")
     workdir = _workdir(args).resolve()
     infos = list_sessions(workdir / ".ctxtui")
     if args.output_format == "json":
@@ -259,6 +275,46 @@ def run_sessions(args: argparse.Namespace) -> int:
         print(visible(f"{info.id:<{width}}  {stamp(info.started):<16}  {stamp(info.last_active):<16}  "
                       f"{info.messages:>8,}  {info.chars:>10,}  {request}{mark}"), flush=True)
     return EXIT_OK
+
+
+def run_prune(args: argparse.Namespace) -> int:
+    """`sessions --prune`: remove old session logs and the archive files no remaining session needs."""
+    import json
+    import math
+
+    from core.sessions.prune import apply_prune, plan_prune
+    from core.text import plural
+
+    if args.older_than is not None and not (math.isfinite(args.older_than) and args.older_than >= 0):
+        raise UsageError(f"sessions --prune: --older-than takes a number of days from 0, "
+                         f"got {args.older_than}")
+    if args.keep is not None and args.keep < 0:
+        raise UsageError(f"sessions --prune: --keep takes a number of sessions from 0, got {args.keep}")
+    workdir = _workdir(args).resolve()
+    try:
+        plan = plan_prune(workdir, args.older_than, args.keep)
+        removed, failures = (plan.removals, []) if args.dry_run else apply_prune(workdir, plan)
+    except OSError as error:
+        _print_err(f"ctxtui: error: sessions --prune: {error_line(error)}")
+        return EXIT_MODEL_ERROR
+    for line in [*plan.notes, *failures]:
+        _print_err(f"ctxtui: {line}")
+    size = sum(item.size for item in removed)
+    if args.output_format == "json":
+        rows = [{"path": item.path, "kind": item.kind, "bytes": item.size} for item in removed]
+        print(json.dumps({"dry_run": args.dry_run, "files": len(removed), "bytes": size, "removed": rows,
+                          "kept_sessions": plan.kept_sessions, "running": plan.running, "failures": failures},
+                         ensure_ascii=True), flush=True)
+        return EXIT_MODEL_ERROR if failures else EXIT_OK
+    verb = "would remove" if args.dry_run else "removed"
+    for item in removed:
+        print(visible(f"{verb} {item.path} ({item.size:,} bytes)"), flush=True)
+    sessions = sum(item.kind == "session" for item in removed)
+    running = f", {len(plan.running)} of them running" if plan.running else ""
+    print(f"{'would free' if args.dry_run else 'freed'} {plural(len(removed), 'file')}, {size:,} bytes: "
+          f"{plural(sessions, 'session')} and {plural(len(removed) - sessions, 'archive file')} "
+          f"(kept {plural(plan.kept_sessions, 'session')}{running})", flush=True)
+    return EXIT_MODEL_ERROR if failures else EXIT_OK
 
 
 def run_config(args: argparse.Namespace) -> int:
