@@ -111,10 +111,10 @@ class Agent:
         self.thinking.adopt(self.conversation.history, None)
         # a workdir whose name is not UTF-8 would make every request unencodable
         self.system_prompt = system_prompt or valid_text(SYSTEM_PROMPT.format(workdir=workdir))
-        self.meter = ContextMeter(self.conversation, self.keeper, self.economics, model, self.tokens,
-                                  self.system_prompt, toolbox.schemas)
-        """The context's figures and the next call's forecast (core/agent/meter.py)."""
         self.engine = EngineRunner(ServerEngine.from_settings(self.settings), model.offline, self.keeper, self.economics)
+        self.meter = ContextMeter(self.conversation, self.keeper, self.economics, self.engine, model, self.tokens,
+                                  self.system_prompt, toolbox.schemas)
+        """The context's figures, the next call's forecast and what its prepare holds back (core/agent/meter.py)."""
         self.max_steps = max_steps
         self.allow_all = self.settings.yes if allow_all is None else allow_all
         """Run tools that need consent without asking (`--yes`)."""
@@ -302,12 +302,11 @@ class Agent:
     async def _prepare(self, request: str) -> AsyncIterator[AgentEvent]:
         """The pipeline before a call; with the cache-aware timing, the steps that would rewrite a warm
         cached prefix wait (a CompactionHeld says which, and what they would cost now)."""
-        held = None if self.engine.hold else await self.economics.plan(
-            self.keeper, request, self.system_prompt, self.toolbox.schemas)
+        hold, held = await self.meter.plan(request)  # the forecast's plan too (ContextMeter.next_steps)
         self.economics.hold(held)
         if held is not None:
             yield held
-        async for event in self._compacting(self.keeper.prepare(request, hold=held is not None or self.engine.hold)):
+        async for event in self._compacting(self.keeper.prepare(request, hold=hold)):
             yield event
 
     async def _compacting(

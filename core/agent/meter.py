@@ -3,6 +3,10 @@
 `forecast` is what a view asks after a change (the one question it asks): the preview of the next
 prepare and the history's figures when no turn runs (a turn yields its own), then the request's size,
 exact from count_tokens when the model can count, else the labelled tiktoken estimate.
+
+`plan` decides what the next prepare holds back, for the turn (`Agent._prepare`) and for the
+forecast alike, so the forecast says what the call will really do under every engine: a server
+engine leaves the client tool_result_budget only, the cache-aware timing may hold steps back.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Any
 
 from core.agent.conversation import Conversation
 from core.agent.economics import Economics
+from core.agent.engine import EngineRunner
 from core.agent.keeper import ContextKeeper
 from core.events import CompactionHeld, CompactionStep, ContextMeasured, Forecast, NextCallPreview
 from core.history.tokens import TokenCounter
@@ -26,12 +31,13 @@ class ContextMeter:
     """Measures the conversation's context and what the next request will be."""
 
     def __init__(
-        self, conversation: Conversation, keeper: ContextKeeper, economics: Economics, model: Model,
-        tokens: TokenCounter, system_prompt: str, tools: Sequence[dict[str, Any]],
+        self, conversation: Conversation, keeper: ContextKeeper, economics: Economics, engine: EngineRunner,
+        model: Model, tokens: TokenCounter, system_prompt: str, tools: Sequence[dict[str, Any]],
     ) -> None:
         self.conversation = conversation
         self.keeper = keeper
         self.economics = economics
+        self.engine = engine
         self.model = model
         self.tokens = tokens
         self.system_prompt = system_prompt
@@ -78,8 +84,17 @@ class ContextMeter:
             return None
         return self.keeper.next_call(steps, held, self.economics.timing)
 
+    async def plan(self, request: str) -> tuple[bool, CompactionHeld | None]:
+        """What the next prepare holds back: (hold, held). `hold`: only tool_result_budget runs, under
+        a server engine (the server edits the rest) or while the cache-aware timing keeps the other
+        steps waiting (`held` says which, and what they would cost now)."""
+        if self.engine.hold:
+            return True, None
+        held = await self.economics.plan(self.keeper, request, self.system_prompt, self.tools)
+        return held is not None, held
+
     async def next_steps(self) -> tuple[list[CompactionStep], CompactionHeld | None]:
         """What the next prepare would run now, each step priced, and what would wait for the cache."""
         request = self.conversation.request
-        held = await self.economics.plan(self.keeper, request, self.system_prompt, self.tools)
-        return await self.economics.preview(self.keeper, request, held is not None), held
+        hold, held = await self.plan(request)
+        return await self.economics.preview(self.keeper, request, hold), held
