@@ -32,6 +32,7 @@ from core.events import (
 from core.model.base import Model, ModelResponse, SummaryUsage
 from core.usage.cache import CacheTracker, Clock, break_even_calls
 from core.usage.counting import estimate_request, model_window
+from core.usage.figures import unknown_figures
 from core.usage.fingerprint import Fingerprinter, Position, PrefixPrint, message_digests, prefix_change
 from core.usage.miss import PrefixChange, agrees
 from core.usage.prices import Usage, price_for
@@ -246,17 +247,20 @@ class Economics:
             done = self.timeline.amend(replace(done, cache_miss=None, prefix_change=None))
             return [ContextSampled(done, self.timeline.session_cost)]
         request, started, _ = pending
-        usage = Usage.from_mapping(response.usage)
+        usage = Usage.from_figures(response.usage)
+        if unknown := unknown_figures(response.usage):
+            events.append(Notice(f"the API's usage gave no count for {', '.join(unknown)}: shown as unknown",
+                                 "warning"))
         reason = api_reason(response)
-        miss = done.cache_miss
+        miss = self.tracker.settle(request, done.cache_miss, usage.figure("cache_read_tokens"), self.clock())
         if miss is not None and reason is not None and reason != "none":
             miss = replace(miss, api_reason=reason)
         if reason is not None and agrees(miss.cause if miss else None, None if reason == "none" else reason) is False:
             ours = miss.describe() if miss is not None else "the whole cached prefix reused"
             events.append(Notice(f"cache: ctxtui sees {ours}; the API's diagnosis is {reason}"))
         self.tracker.answered(request, usage, started)
-        if self._estimate and usage.prompt_tokens:
-            self._ratio = usage.prompt_tokens / self._estimate
+        if self._estimate and usage.prompt_figure:
+            self._ratio = usage.prompt_figure / self._estimate
         done = self.timeline.amend(replace(
             done, cache_miss=miss, api_miss_reason=reason, cache_expires_at=self.tracker.expires_at,
             hit_rate=self.tracker.hit_rate,

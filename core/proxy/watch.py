@@ -320,6 +320,10 @@ class Watch:
                        cost=cost, timings=end.timings, complete=reply.complete and not cut)
         conversation = self._by_key.get(call.conversation_key)
         if conversation is not None and call.prefix is not None and usage is not None and (end.status or 0) < 400:
+            # The usage shows a cache the server lost though the client changed nothing (expired, evicted).
+            ended = call.started + (end.timings.total or 0.0)
+            done = replace(done, cache_miss=conversation.cache.settle(
+                call.prefix, call.cache_miss, usage.figure("cache_read_tokens"), ended))
             conversation.cache.answered(call.prefix, usage, call.started)
         if self.recorder is not None and call.record is not None:
             record = {

@@ -13,7 +13,9 @@ gives two figures:
   last call's cached tokens), less what earlier changes since that call already gave up; nothing when
   the cache is cold; and its break-even in calls (DESIGN.md's formula);
 - why the next call missed (`CacheMiss`): the first block where its fingerprint leaves the last
-  request's, the cause, the tokens written again, and which change of ours put the difference there.
+  request's, the cause, the tokens written again, and which change of ours put the difference there;
+  and, once its usage is known (`settle`), a miss on the server's side that nothing of ours foresaw
+  (the cache expired on the server's clock, was evicted, or was out of the API's lookback).
 """
 
 from __future__ import annotations
@@ -27,6 +29,14 @@ from core.usage.miss import CacheMiss
 from core.usage.prices import TTL_SECONDS, Price, Usage
 
 Clock = Callable[[], float]
+
+LOOKBACK_BLOCKS = 20
+"""The API finds an earlier cache entry at a breakpoint or up to this many blocks before one: a request
+that adds this many blocks or more after the last one's cached prefix cannot read it."""
+
+READ_SHARE = 0.9
+"""A call foreseen to read the last request's whole cached prefix that read less than this share of
+it (its usage's cache_read_input_tokens) lost that cache on the server's side: a miss."""
 
 
 def break_even_calls(invalidated: int | None, saved_tokens: float, price: Price | None, ttl: str) -> float | None:
@@ -140,6 +150,29 @@ class CacheTracker:
         by = self._culprit(block.position) if block.section == "messages" else None
         return CacheMiss(cause, by, path, tokens)
 
+    def settle(self, request: PrefixPrint, foreseen: CacheMiss | None, read: int | None,
+               ended: float) -> CacheMiss | None:
+        """The call's miss once its usage says what it read. `foreseen` is `miss` at the start, which
+        sees only our side (our changes, our clock); a call foreseen to read the last request's whole
+        cached prefix that read well below it (`read`, None when the usage gave no count) lost the
+        cache on the server's side, though nothing of ours changed the prefix. Its cause:
+        "ttl_expired" when by our clock the cache may have gone cold before the reply ended (`ended`:
+        the server's clock runs on its own); "lookback_exceeded" when the request added more blocks
+        after that prefix than the API looks back over from its breakpoint (LOOKBACK_BLOCKS); else
+        "evicted": the server dropped it before its TTL. Its tokens: the part of the prefix not read."""
+        expected = self.base_tokens
+        if foreseen is not None or read is None or self.base is None or not expected:
+            return foreseen
+        if read >= READ_SHARE * expected:
+            return None
+        if self.expires_at is not None and ended >= self.expires_at:
+            cause = "ttl_expired"
+        elif len(request.blocks) - len(self.base.blocks) >= LOOKBACK_BLOCKS:
+            cause = "lookback_exceeded"
+        else:
+            cause = "evicted"
+        return CacheMiss(cause, None, None, expected - read)
+
     def _culprit(self, position: Position) -> str | None:
         """The change of ours that put the first difference at `position`: the nearest one at or
         before it (the latest of equals); None when none did (the user's turn, a resume)."""
@@ -167,4 +200,4 @@ class CacheTracker:
         self.__init__(ttl=ttl)  # type: ignore[misc]
 
 
-__all__ = ["CacheTracker", "Clock", "break_even_calls"]
+__all__ = ["LOOKBACK_BLOCKS", "READ_SHARE", "CacheTracker", "Clock", "break_even_calls"]

@@ -9,8 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-MissCause = Literal["first_call", "ttl_expired", "model_changed", "system_changed", "tools_changed", "messages_changed"]
+MissCause = Literal["first_call", "ttl_expired", "model_changed", "system_changed", "tools_changed",
+                    "messages_changed", "evicted", "lookback_exceeded"]
 MISS_CAUSES: tuple[MissCause, ...] = get_args(MissCause)
+"""DESIGN.md's causes and two that only the usage shows (core/usage/cache.py, `CacheTracker.settle`):
+"evicted": nothing of ours changed the prefix and by our clock its TTL had not run out, yet the call
+read well below the last request's cached prefix (the server dropped it); "lookback_exceeded": the
+same, where the request added more blocks after that prefix than the API looks back over from a
+breakpoint (20), so the API could not find it. A usage-shown miss of a cache that may have gone
+cold by our clock before the reply ended is "ttl_expired"."""
 
 # The API's diagnostics.cache_miss_reason.type for each of our causes when both see the same thing
 # (None: the API's comparison of request structure finds no divergence).
@@ -21,6 +28,8 @@ _API_TYPE: dict[str, str | None] = {
     "system_changed": "system_changed",
     "tools_changed": "tools_changed",
     "messages_changed": "messages_changed",
+    "evicted": None,
+    "lookback_exceeded": None,
 }
 API_DIAGNOSES = frozenset({"model_changed", "system_changed", "tools_changed", "messages_changed"})
 """The API's reasons that name a divergence (the others, previous_message_not_found and unavailable,
