@@ -241,7 +241,7 @@ def run_sessions(args: argparse.Namespace) -> int:
     import time
 
     from core.sessions.listing import list_sessions
-    from core.text import one_line
+    from core.text import one_line, plural
 
     if args.output_format == "stream-json":
         raise UsageError("sessions: --output-format takes text or json")
@@ -256,7 +256,7 @@ def run_sessions(args: argparse.Namespace) -> int:
     if args.output_format == "json":
         rows = [{"id": info.id, "path": str(info.path), "started": info.started, "last_active": info.last_active,
                  "messages": info.messages, "chars": info.chars, "first_request": info.first_request,
-                 "resumable": info.resumable} for info in infos]
+                 "resumable": info.resumable, "skipped": info.skipped} for info in infos]
         print(json.dumps(rows, ensure_ascii=True, allow_nan=False), flush=True)
         return EXIT_OK
     if not infos:
@@ -272,6 +272,8 @@ def run_sessions(args: argparse.Namespace) -> int:
     for info in infos:
         request = one_line(info.first_request, 60) or ("(empty)" if not info.messages else "-")
         mark = "" if info.resumable else "  [cannot resume]"
+        if info.skipped:  # lines a replay could not use: each cost itself only
+            mark += f"  [{plural(info.skipped, 'bad record')} skipped]"
         print(visible(f"{info.id:<{width}}  {stamp(info.started):<16}  {stamp(info.last_active):<16}  "
                       f"{info.messages:>8,}  {info.chars:>10,}  {request}{mark}"), flush=True)
     return EXIT_OK

@@ -19,6 +19,7 @@ from core.config import Settings
 from core.facts.records import LedgerEntry
 from core.sessions.listing import list_sessions, resume_replay
 from core.sessions.log import SESSIONS_DIR, SessionLog
+from tests.support.cli import ctxtui, env_without_key
 
 HISTORY = [
     {"role": "user", "content": "fix the build"},
@@ -112,3 +113,17 @@ async def test_a_session_ending_in_a_junk_record_is_listed_and_resumed(tmp_path:
         assert agent.messages == HISTORY
     finally:
         await agent.aclose()
+
+
+def test_the_command_lists_it_with_what_was_skipped_and_resumes_it(tmp_path: Path) -> None:
+    path = session_path(tmp_path)
+    write(path, [*GOOD, JUNK["replace of numbers"]])
+    env = env_without_key(XDG_CONFIG_HOME=str(tmp_path))
+    listing = ctxtui("sessions", "--workdir", str(tmp_path), env=env)
+    assert listing.returncode == 0, listing.stderr
+    row = listing.stdout.splitlines()[1]
+    assert row.endswith("fix the build  [1 bad record skipped]") and "cannot resume" not in row
+    rows = json.loads(ctxtui("sessions", "--workdir", str(tmp_path), "--output-format", "json", env=env).stdout)
+    assert rows[0]["skipped"] == 1 and rows[0]["resumable"] and rows[0]["messages"] == len(HISTORY)
+    resumed = ctxtui("-p", "help", "--offline", "--resume", "--workdir", str(tmp_path), env=env)
+    assert resumed.returncode == 0, resumed.stderr
