@@ -29,18 +29,23 @@ _TEXT_KEYS = ("text", "content", "input", "thinking", "arguments")
 MAX_ERROR_LINE = 300  # longer lines are cut: an anchor is something to search for, not a page
 
 
-def strings(value: Any) -> Iterator[str]:
-    """Every text a message holds that the model reads (not ids, types or other keys)."""
+_NOT_TEXT = frozenset({"id", "tool_use_id", "type", "name", "signature", "cache_control"})
+
+
+def strings(value: Any, inside_input: bool = False) -> Iterator[str]:
+    """Every text a message holds that the model reads or wrote: text, results, and every string of
+    a tool call's input (a command, a path); not ids, types or other keys of the blocks."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, list):
         for item in value:
-            yield from strings(item)
+            yield from strings(item, inside_input)
     elif isinstance(value, dict):
         for key, item in value.items():
-            if key in _TEXT_KEYS or not isinstance(item, str):
-                if key not in ("id", "tool_use_id", "type", "name", "signature", "cache_control"):
-                    yield from strings(item)
+            if inside_input:
+                yield from strings(item, True)
+            elif key not in _NOT_TEXT and (key in _TEXT_KEYS or not isinstance(item, str)):
+                yield from strings(item, key == "input")
 
 
 def _path(token: str) -> str | None:

@@ -155,7 +155,7 @@ class Replay:
         first = min((step.changed_at[0] for step in changes if step.changed_at is not None), default=0)
         cached = max(0, self.cache.cached_messages())
         invalidated = sum(self.cache.tokens_of(message) for message in self.history[first:cached])
-        chars = estimate_chars(self.history)
+        chars = self.cache.memo.chars(self.history)
         saved = sum(step.saved for step in changes) * (self.tokens(self.history) / chars if chars else 0.25)
         write, read = multipliers(self.cache.price, self.settings.cache_ttl)
         return not pays_back(invalidated, saved, expected_calls(number - 1), write, read)
@@ -171,7 +171,7 @@ class Replay:
 
     def send(self, number: int, messages: Sequence[Message], reply: Message | None) -> None:
         """A call's request (what the model reads) priced, with its recorded reply as output."""
-        self.run.chars.append(estimate_chars(messages))
+        self.run.chars.append(self.cache.memo.chars(messages))
         self.cache.request(self.recorded.system, self.recorded.tools, messages, self.output(reply),
                            at=self.at(number))
         if self.observe is not None:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.history.sizes import dumps
+from core.history.sizes import dumps, list_chars
 from core.history.tokens import TokenCounter
 from core.usage.prices import Price, Usage
 
@@ -63,6 +63,10 @@ class Memo:
             found = (value, dumps(value))
             self._by_id[id(value)] = found
         return found[1]
+
+    def chars(self, messages: Sequence[Any]) -> int:
+        """`estimate_chars(messages)`, from each message's memoised JSON."""
+        return list_chars([len(self.text(message)) for message in messages], len(messages))
 
     def tokens(self, value: Any) -> int:
         text = self.text(value)

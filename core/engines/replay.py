@@ -64,15 +64,17 @@ def load(path: Path) -> Recorded:
 def timed(times: Sequence[float | None]) -> list[float | None]:
     """Each call's time: the file's where it has one (never before the call before it), else the
     previous call's + DEFAULT_GAP; None throughout when the file has no time at all."""
-    if not any(isinstance(value, (int, float)) for value in times):
+    known = [index for index, value in enumerate(times) if isinstance(value, (int, float))]
+    if not known:
         return []
+    first = known[0]
+    last = float(times[first]) - DEFAULT_GAP * first  # calls before the first time: DEFAULT_GAP apart, up to it
     result: list[float | None] = []
-    last: float | None = None
-    for value in times:
-        if isinstance(value, (int, float)) and (last is None or value >= last):
+    for index, value in enumerate(times):
+        if index >= first and isinstance(value, (int, float)) and value >= last:
             last = float(value)
-        else:
-            last = (last if last is not None else 0.0) + DEFAULT_GAP
+        elif index > 0:
+            last += DEFAULT_GAP
         result.append(last)
     return result
 

@@ -38,6 +38,7 @@ from core.text import plural
 Message = dict[str, Any]
 FileKind = Literal["session", "transcript", "messages", "request", "claude-code", "proxy",
                    "swe-agent", "atif", "codex", "openhands"]
+GZIP_MAGIC = b"\x1f\x8b"
 TRAJECTORY_KINDS = ("swe-agent", "atif", "codex", "openhands")  # another agent's run (core/trajectories/)
 
 
@@ -82,18 +83,35 @@ def load_file(path: Path) -> Inspected:
     if not path.is_file():
         raise InspectError(f"{path}: not a regular file")
     try:
-        if path.suffix == ".gz":
+        if _starts_with(path, GZIP_MAGIC):
             found = _load_trajectory(path)
             if found is None:
                 raise InspectError(f"{path}: a gzip file that holds no trajectory ctxtui knows")
             return found
         if path.suffix == ".json":
             return _load_json(path)
+        if path.suffix != ".jsonl" and _one_json_value(path):
+            return _load_json(path)  # recognised by content: a `.traj`, or a file with no suffix
         return _load_jsonl(path)
     except UnicodeDecodeError as error:
         raise InspectError(f"{path}: not UTF-8 text ({error.reason})") from None
     except OSError as error:
         raise InspectError(f"{path}: cannot be read: {error.strerror or error}") from None
+
+
+def _starts_with(path: Path, magic: bytes) -> bool:
+    with open_regular(path, follow_symlinks=True) as handle:
+        return handle.read(len(magic)) == magic
+
+
+def _one_json_value(path: Path) -> bool:
+    """The whole file is one JSON value (not JSON Lines): it starts with `{` or `[` and parses whole."""
+    with open_regular(path, follow_symlinks=True) as handle:
+        raw = handle.read()
+    text = raw.lstrip()
+    if text[:1] not in (b"{", b"["):
+        return False
+    return not isinstance(parse_json(text.decode("utf-8", errors="replace")), BadLine)
 
 
 def _load_trajectory(path: Path, data: Any = None) -> Inspected | None:

@@ -50,10 +50,12 @@ def parse_file(path: Path) -> Any:
     return records
 
 
-def inflate(raw: bytes, path: Path, limit: int = MAX_INFLATED) -> bytes:
-    """A gzip file's content, stopped while inflating past `limit` bytes (OSError: damaged or too large)."""
+def inflate(raw: bytes, path: Path, limit: int | None = None) -> bytes:
+    """A gzip file's content, stopped while inflating past `limit` bytes (default MAX_INFLATED;
+    OSError: damaged or too large)."""
     import zlib
 
+    limit = MAX_INFLATED if limit is None else limit
     inflater = zlib.decompressobj(wbits=31)
     try:
         data = inflater.decompress(raw, limit)

@@ -73,7 +73,8 @@ class HistoryBuilder:
         self.messages: list[Message] = []
         self.times: list[float | None] = []
         self.notes: list[str] = []
-        self._pending: dict[str, int] = {}  # tool_use id -> index of the assistant message holding it
+        self._pending: dict[str, list[str]] = {}  # the file's call id -> the open calls' ids in the history
+        self._used: set[str] = set()  # every tool_use id given so far (the API wants them unique)
         self._unanswered = 0
         self._orphans = 0
 
@@ -87,7 +88,7 @@ class HistoryBuilder:
         if not self._pending:
             return
         user = self._last("user")
-        for use_id in list(self._pending):
+        for use_id in [unique for uniques in self._pending.values() for unique in uniques]:
             user["content"].insert(self._results_end(user), {
                 "type": "tool_result", "tool_use_id": use_id, "content": self.NO_RESULT})
             self._unanswered += 1
@@ -122,29 +123,41 @@ class HistoryBuilder:
             message["content"].append({"type": "text", "text": text})
         for use_id, name, arguments in calls:
             unique = use_id or f"call_{len(self.messages)}_{len(message['content'])}"
-            while unique in self._pending or any(block.get("id") == unique for block in message["content"]):
+            while unique in self._used:  # a provider that numbers calls per reply (call_0 every time)
                 unique += "_"
+            self._used.add(unique)
             message["content"].append({"type": "tool_use", "id": unique, "name": name or "tool",
                                        "input": arguments if isinstance(arguments, dict) else {"input": arguments}})
-            self._pending[unique] = len(self.messages) - 1
+            self._pending.setdefault(use_id, []).append(unique)
         if not message["content"]:
             message["content"].append({"type": "text", "text": "(no text)"})
 
     def tool_result(self, use_id: str, text: str, is_error: bool = False) -> None:
-        """The output of the call `use_id`; a result that answers no open call is kept as text."""
+        """The output of the call `use_id` (the file's id of the call, or the id the history gave it);
+        a result that answers no open call is kept as text."""
+        if use_id not in self._pending:
+            given = next((key for key, uniques in self._pending.items() if use_id in uniques), None)
+            if given is not None:  # a reader that kept the history's id: that very call is answered
+                self._pending[given].remove(use_id)
+                self._pending[given].insert(0, use_id)
+                use_id = given
         if use_id not in self._pending:
             self._orphans += 1
             self._last("user")["content"].append({"type": "text", "text": text or "(empty tool output)"})
             return
-        del self._pending[use_id]
+        uniques = self._pending[use_id]
+        unique = uniques.pop(0)  # calls sharing one id are answered in the order they were made
+        if not uniques:
+            del self._pending[use_id]
         user = self._last("user")
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use_id, "content": text}
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": unique, "content": text}
         if is_error:
             block["is_error"] = True
         user["content"].insert(self._results_end(user), block)
 
     @property
     def open_calls(self) -> list[str]:
+        """The file's ids of the calls still waiting for a result."""
         return list(self._pending)
 
     def finish(self) -> tuple[list[Message], list[float | None], list[str]]:

@@ -130,9 +130,10 @@ def table(data: dict[str, Any]) -> str:
         anchors = row["anchors"]
         cost = f"{row['cost_usd']:.2f}" if row["cost_usd"] is not None else "-"
         steps = ", ".join(f"{step.removeprefix('server:')} {count}" for step, count in row["steps"].items()) or "-"
+        where = f"{anchors['kept']}/{anchors['recoverable']}/{anchors['lost']}"
         lines.append(f"{name:<19}{_tokens(row['billed_input_tokens']):>10}{share:>25}{cost:>9}"
                      f"{_tokens(row['peak_tokens']):>8}{_tokens(row['mean_tokens']):>8}{regret_text:>15}"
-                     f"{anchors['kept']:>10}/{anchors['recoverable']}/{anchors['lost']:<6}  {steps}")
+                     f"{where:>24}  {steps}")
     lines += [
         "billed in: input tokens at the cache's prices (uncached + 1.25 x writes + 0.1 x reads, 5-minute TTL);",
         "saved: 1 - billed / billed(none), 95% interval over 1,000 bootstrap resamples of the trajectories;",
