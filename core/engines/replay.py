@@ -68,7 +68,9 @@ def timed(times: Sequence[float | None]) -> list[float | None]:
     if not known:
         return []
     first = known[0]
-    last = float(times[first]) - DEFAULT_GAP * first  # calls before the first time: DEFAULT_GAP apart, up to it
+    start = times[first]
+    assert start is not None
+    last = float(start) - DEFAULT_GAP * first  # calls before the first time: DEFAULT_GAP apart, up to it
     result: list[float | None] = []
     for index, value in enumerate(times):
         if index >= first and isinstance(value, (int, float)) and value >= last:
