@@ -3,17 +3,23 @@
 Each browser tab runs its own ctxtui process with the flags parsed from this command line (less the
 serve ones), started as `python -P -m tui.cli` so that the current directory, which may be the
 workdir, is never put on `sys.path` (a workdir holding a `core/` or `tui/` package must not run).
-Only the page this server printed may drive it (tui/cli/serve_guard.py): a per-run secret path,
-the Host and Origin of every request checked, and at most MAX_SESSIONS tabs at once. The socket is
-bound before anything is printed, so a busy port or a bad address is one line and exit 2. The
-server binds to loopback unless told otherwise and warns when the host is not loopback: anyone who
-reaches the port (and knows the URL) drives an agent that runs commands in the workdir.
+Only the page this server printed may drive it (tui/cli/serve_guard.py): a per-run secret path
+(the page, its WebSocket and its static files all live under it), the Host and Origin of every
+request checked, and at most MAX_SESSIONS open tabs at once (a tab counts until its WebSocket
+closes; its app is then told to quit, and killed after STOP_GRACE seconds). The page is ctxtui's
+own (tui/cli/serve_page.py): no font or script from elsewhere. Nothing is logged per request (the
+URL holds the secret); a warning or an error is one line. The socket is bound before anything is
+printed, so a busy port or a bad address is one line and exit 2. The server binds to loopback
+unless told otherwise and warns when the host is not loopback: anyone who reaches the port (and
+knows the URL) drives an agent that runs commands in the workdir.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import logging
 import shlex
 import signal
 import socket
@@ -21,12 +27,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from core.text import one_line, visible
 from tui.cli.serve_guard import Guard, is_loopback
+from tui.cli.serve_page import content_security_policy, page
 
 MISSING_EXTRA = "ctxtui: --serve needs textual-serve: pip install 'ctxtui[serve]'"
 MAX_SESSIONS = 4
+STOP_GRACE = 5.0  # seconds a closed tab's app has to quit before it is killed
 TOKEN_COOKIE = "ctxtui_serve"
 EXIT_USAGE = 2
+MOST_CELLS = 1_000  # a terminal size a tab may ask for, in columns or rows
 
 class ServeError(Exception):
     """The server cannot start (a busy port, an address that does not resolve): one line, exit 2."""
@@ -108,29 +118,60 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+class _OneLine(logging.Formatter):
+    """A log record as one line, `ctxtui: LOGGER: MESSAGE (ERROR)`: never a traceback on the console."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"ctxtui: {record.name}: {one_line(record.getMessage(), 300)}"
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            text += f" ({type(error).__name__}: {one_line(str(error), 200)})"
+        return visible(text)
+
+
+def quiet_logging() -> None:
+    """Warnings and errors only, one line each: no line per request (each URL holds the run's secret)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+
+
+def _cells(text: str | None, default: int) -> int:
+    """A terminal size from a query parameter: a whole number from 1 to MOST_CELLS, else `default`."""
+    if text is None or not text.isdigit() or len(text) > 5:
+        return default
+    return min(max(int(text), 1), MOST_CELLS)
+
+
 def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions: int = MAX_SESSIONS) -> Any:
     """A textual-serve Server that answers only the guarded routes, on the socket already bound."""
-    import aiohttp_jinja2
-    import jinja2
-    from aiohttp import web
+    from aiohttp import WSMsgType, web
+    from textual_serve.app_service import AppService
     from textual_serve.server import Server
 
     class GuardedServer(Server):
-        """textual-serve's server with ctxtui's routes: the page and its WebSocket under the secret path,
-        every request's Host and Origin checked, downloads only for the page's own cookie, a session cap."""
+        """textual-serve's server with ctxtui's routes: the page, its WebSocket and its static files under the
+        secret path, every request's Host and Origin checked, downloads only for the page's own cookie,
+        a cap on open tabs."""
 
         def __init__(self) -> None:
             super().__init__(command, host=guard.host, port=guard.port, title="ctxtui")
-            self.sessions = 0
+            self.tabs: set[web.WebSocketResponse] = set()
+
+        @property
+        def sessions(self) -> int:
+            """Open tabs: a WebSocket closed a moment ago (its app may still be quitting) no longer counts."""
+            return sum(not websocket.closed for websocket in self.tabs)
 
         async def _make_app(self) -> web.Application:
             app = web.Application(middlewares=[self.check_origin])
-            aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
             app.add_routes([
                 web.get(f"/{guard.token}/", self.handle_index, name="index"),
                 web.get(f"/{guard.token}/ws", self.handle_websocket, name="websocket"),
-                web.get("/download/{key}", self.handle_download, name="download"),
-                web.static("/static", self.statics_path, name="static"),
+                web.get("/download/{key}", self.handle_download, name="download"),  # textual.js asks here
+                web.static(f"/{guard.token}/static", self.statics_path, name="static"),
             ])
             return app
 
@@ -145,17 +186,13 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
             return response
 
         async def handle_index(self, request: web.Request) -> web.StreamResponse:
-            base = f"http://{request.host}"
-            context = {
-                "font_size": 16,
-                "app_websocket_url": f"ws://{request.host}{request.app.router['websocket'].url_for()}",
-                "config": {"static": {"url": f"{base}/static/"}},
-                "application": {"name": "ctxtui"},
-            }
-            response = aiohttp_jinja2.render_template("app_index.html", request, context)
+            base = f"{request.host}/{guard.token}"
+            response = web.Response(text=page(f"http://{base}/static/", f"ws://{base}/ws"), content_type="text/html")
             response.set_cookie(TOKEN_COOKIE, guard.token, httponly=True, samesite="Strict", path="/")
+            response.headers["Content-Security-Policy"] = content_security_policy(request.host)
             response.headers["Cache-Control"] = "no-store"
             response.headers["Referrer-Policy"] = "no-referrer"  # the secret path never leaves in a Referer
+            response.headers["X-Content-Type-Options"] = "nosniff"
             return response
 
         async def handle_download(self, request: web.Request) -> web.StreamResponse:
@@ -165,24 +202,77 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
             return response
 
         async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+            """One tab: its app runs while its WebSocket is open; the tab stops counting the moment it closes."""
             if self.sessions >= max_sessions:
                 raise web.HTTPServiceUnavailable(
                     text=f"ctxtui: at most {max_sessions} browser sessions at once; close one first\n")
-            self.sessions += 1
+            websocket = web.WebSocketResponse(heartbeat=15)
+            self.tabs.add(websocket)  # counted from here, so tabs opening together cannot pass the cap
+            app: AppService | None = None
+
+            async def close() -> None:  # the app asked to end (it quit)
+                await websocket.close()
+
             try:
-                return await super().handle_websocket(request)
+                await websocket.prepare(request)
+                app = AppService(command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
+                                 close=close, download_manager=self.download_manager)
+                await app.start(_cells(request.query.get("width"), 80), _cells(request.query.get("height"), 24))
+                await self._relay(websocket, app)
             finally:
-                self.sessions -= 1
+                self.tabs.discard(websocket)
+                if not websocket.closed:
+                    await websocket.close()
+                if app is not None:
+                    await self._stop(app)
+            return websocket
+
+        async def _relay(self, websocket: web.WebSocketResponse, app: AppService) -> None:
+            """The browser's messages to the tab's app, until the tab closes; a message of another shape is
+            ignored (never a traceback)."""
+            async for message in websocket:
+                if message.type != WSMsgType.TEXT:
+                    continue
+                try:
+                    envelope = json.loads(message.data)
+                except ValueError:
+                    continue
+                if not isinstance(envelope, list) or len(envelope) < 1:
+                    continue
+                kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
+                if kind == "stdin" and isinstance(data, str):
+                    await app.send_bytes(data.encode("utf-8", "replace"))
+                elif kind == "resize" and isinstance(data, dict):
+                    width, height = data.get("width"), data.get("height")
+                    if isinstance(width, int) and isinstance(height, int):
+                        await app.set_terminal_size(min(max(width, 1), MOST_CELLS), min(max(height, 1), MOST_CELLS))
+                elif kind == "ping" and isinstance(data, str) and len(data) <= 100:
+                    await websocket.send_json(["pong", data])
+                elif kind == "blur":
+                    await app.blur()
+                elif kind == "focus":
+                    await app.focus()
+
+        async def _stop(self, app: AppService) -> None:
+            """Tell the tab's app to quit; kill it if it has not within STOP_GRACE seconds."""
+            try:
+                await asyncio.wait_for(app.stop(), STOP_GRACE)
+            except TimeoutError:
+                process = getattr(app, "_process", None)  # textual-serve 1.1's handle on the tab's process
+                if process is not None and process.returncode is None:
+                    process.kill()
+                    await process.wait()
 
         async def on_startup(self, app: web.Application) -> None:
             """ctxtui printed its own line (with the secret URL) before binding; nothing more to say."""
 
         def serve(self, debug: bool = False) -> None:
             self.debug = debug
-            self.initialize_logging()
+            quiet_logging()
             loop = asyncio.new_event_loop()
             for number in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(number, self.request_exit)
-            web.run_app(self._make_app(), sock=sock, handle_signals=False, loop=loop, print=lambda *_: None)
+            web.run_app(self._make_app(), sock=sock, handle_signals=False, loop=loop, print=lambda *_: None,
+                        access_log=None)
 
     return GuardedServer()

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,6 +170,85 @@ async def test_concurrent_sessions_are_capped(served: Served, client: aiohttp.Cl
         await asyncio.sleep(0.05)
     else:
         raise AssertionError("the cap was not released")
+
+
+async def test_a_tab_just_closed_frees_its_place_at_once(served: Served, client: aiohttp.ClientSession) -> None:
+    """A tab counts while its WebSocket is open, not while its app takes its time to quit."""
+    opened = [await client.ws_connect(served.websocket, headers=served.browser) for _ in range(MAX_SESSIONS)]
+    try:
+        assert await status_of_websocket(client, served.websocket, served.browser) == 503
+        await opened.pop().close()
+        async with client.ws_connect(served.websocket, headers=served.browser) as again:  # no waiting, no retry
+            await again.send_json(["ping", "back"])
+            assert b"offline" in await app_output(again, b"offline")
+    finally:
+        for websocket in opened:
+            await websocket.close()
+
+
+# --------------------------------------------------------------------------- issue 30: what the page loads, what is logged
+
+
+async def test_static_files_are_served_under_the_secret_only(served: Served, client: aiohttp.ClientSession) -> None:
+    async with client.get(f"http://{served.origin}/static/js/textual.js") as response:
+        assert response.status == 404, "without the secret, nothing answers"
+    async with client.get(f"{served.page}static/js/textual.js") as response:
+        assert response.status == 200 and len(await response.read()) > 100_000
+    async with client.get(f"{served.page}static/") as response:
+        assert response.status in (403, 404), "no listing"
+
+
+URLS = re.compile(r"""(?:src|href)\s*=\s*["']([^"']+)["']|url\(\s*["']?([^"')]+)""")
+
+
+async def test_the_page_loads_nothing_from_elsewhere(served: Served, client: aiohttp.ClientSession) -> None:
+    async with client.get(served.page) as response:
+        page = await response.text()
+        policy = response.headers["Content-Security-Policy"]
+    assert "default-src 'self'" in policy and f"connect-src 'self' ws://{served.origin}" in policy
+    assert "googleapis" not in page and "gstatic" not in page
+    found = [first or second for first, second in URLS.findall(page)]
+    assert len(found) >= 4, found
+    for url in found:
+        assert url.startswith(f"{served.page}static/"), url
+        async with client.get(url) as fetched:
+            assert fetched.status == 200, url
+    assert any(url.endswith("RobotoMono-VariableFont_wght.ttf") for url in found), "the font is this server's"
+
+
+def test_requests_are_not_logged(tmp_path: Path) -> None:
+    """Nothing per request on the console (the URL holds the secret): only the line with the URL."""
+    out, err = tmp_path / "out", tmp_path / "err"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        process = subprocess.Popen([*command(), "--serve", "--port", "0", "--offline", "--workdir", str(tmp_path)],
+                                   cwd=tmp_path, env=env_without_key(), stdout=stdout, stderr=stderr, text=True,
+                                   start_new_session=True)
+        try:
+            found = None
+            while found is None and process.poll() is None:
+                time.sleep(0.05)  # until the URL is printed
+                found = URL.search(err.read_text())
+            assert found is not None, err.read_text()
+            running = Served(process, found["origin"], found["token"])
+
+            async def browse() -> None:
+                async with aiohttp.ClientSession() as session:
+                    async with session.get(running.page) as response:
+                        assert response.status == 200
+                    async with session.get(f"{running.page}static/css/xterm.css") as response:
+                        assert response.status == 200
+                    async with session.get(f"http://{running.origin}/nowhere") as response:
+                        assert response.status == 404
+                    async with session.ws_connect(running.websocket, headers=running.browser) as websocket:
+                        assert b"offline" in await app_output(websocket, b"offline")
+
+            asyncio.run(browse())
+        finally:
+            stop(process)
+    printed = out.read_text() + err.read_text()
+    assert printed.count(found["token"]) == 1, printed
+    assert "GET " not in printed and "Traceback" not in printed, printed
+    assert len(printed.strip().splitlines()) == 1, printed
 
 
 def test_a_non_loopback_host_is_warned_about(tmp_path: Path) -> None:
