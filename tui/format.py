@@ -37,6 +37,20 @@ def short_count(value: int) -> str:
     return f"{value / 1_000_000:.1f}M"
 
 
+def pin_cost_line(invalidated: int | None, break_even: float | None) -> str:
+    """What a pin or unpin changes in the cost of the next call's compaction to the prompt cache
+    (`invalidated`: the difference in cached tokens it re-writes); empty when unknown (offline)."""
+    if invalidated is None:
+        return ""
+    if invalidated == 0:
+        return "the next call's compaction re-writes as many cached tokens as before"
+    more = "more" if invalidated > 0 else "fewer"
+    text = f"the next call's compaction re-writes {short_count(abs(invalidated))} {more} cached tokens"
+    if invalidated > 0 and break_even is not None:
+        text += f" (pays back after {plural(round(break_even), 'call')})"
+    return text
+
+
 def size_bytes(value: int) -> str:
     """A byte count for humans: '812 B', '12.3 kB', '1.4 MB'."""
     if value < 1_000:

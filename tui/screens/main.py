@@ -34,7 +34,7 @@ from core.events import AgentEvent
 from core.text import visible
 from tui import actions
 from tui import messages as msg
-from tui.format import count, plural
+from tui.format import count, pin_cost_line, plural
 from tui.screens.front import PERMISSION_TEXT, front_of, permission_mode, welcome_text
 from tui.screens.oversize import OversizeScreen
 from tui.screens.permission import PermissionScreen
@@ -575,8 +575,10 @@ class MainScreen(Screen[None]):
 
     @on(msg.Notice)
     async def _notice(self, message: msg.Notice) -> None:
-        text = lost_constraints_hint(message.event.message, actions.key_label(actions.BY_ID["show_facts"].key or ""))
-        await self.chat.add_notice(text, warning=message.event.kind != "info")
+        event = message.event
+        text = lost_constraints_hint(event.message, actions.key_label(actions.BY_ID["show_facts"].key or ""))
+        cost = pin_cost_line(event.cache_invalidated_tokens, event.break_even_calls)  # a pin's, an unpin's
+        await self.chat.add_notice(f"{text}; {cost}" if cost else text, warning=event.kind != "info")
 
     @on(msg.ErrorEvent)
     async def _error(self, message: msg.ErrorEvent) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.compaction.steering import SteeringError
-from core.events import HistoryChanged, Notice
+from core.events import HistoryChanged, Notice, cache_cost_line
 from core.text import visible
 from tui import messages as msg
 from tui.widgets.chat_pane import ChatPane
@@ -102,9 +102,12 @@ class Steering:
             host.inspector.refresh_forecast(debounce=0.0)  # pins change no message, only what the next call may do
 
     def _said(self, text: str) -> Callable[[HistoryChanged | None], Awaitable[HistoryChanged | Notice | None]]:
+        """The notice of a change (drop, restore, undo), with what it cost the prompt cache (online)."""
         async def then(changed: HistoryChanged | None) -> HistoryChanged | Notice | None:
             if changed:
-                await self.host.chat.add_notice(text)
+                cost = cache_cost_line(changed.cache_invalidated_tokens, changed.break_even_calls)
+                await self.host.chat.add_notice(f"{text}; {cost}" if cost else text,
+                                                warning=bool(changed.cache_invalidated_tokens))
             return changed
         return then
 
@@ -174,9 +177,9 @@ class Steering:
 
     async def undo(self) -> None:
         async def undo() -> HistoryChanged | Notice | None:
-            changed = await self.agent.undo_compaction()
+            changed = await self._said("undid the last compaction: what it removed is back, in place")(
+                await self.agent.undo_compaction())
             if changed:
-                await self.host.chat.add_notice("undid the last compaction: what it removed is back, in place")
                 self.host.inspector.expect_recompaction()  # its forecast says if the next call compacts again
             return changed
 
