@@ -87,15 +87,69 @@ class CutStreamError(Exception):
     """The SSE stream closed without `message_stop` or without a stop reason."""
 
 
+_STREAM_EVENTS = frozenset({"message_start", "content_block_start", "content_block_delta", "content_block_stop",
+                            "message_delta", "message_stop"})
+"""The API's own stream events (the SDK adds derived ones, such as `text`, which are not counted)."""
+
+
+class StreamProgress:
+    """What a stream had delivered when it failed: whether the API answered (status and headers
+    arrived), how many of its events and how many body bytes. A failure is told by this, not by the
+    SDK's exception types: one SDK lets the HTTP library's error through while the body is read,
+    another wraps it in the same APIConnectionError / APITimeoutError as a failure to connect."""
+
+    def __init__(self) -> None:
+        self.answered = False
+        self.events = 0
+        self._response: Any = None
+
+    def opened(self, stream: Any) -> None:
+        """The API answered: `stream` is the SDK's stream (its `response` counts the bytes read)."""
+        self.answered = True
+        self._response = getattr(stream, "response", None)
+
+    def event(self, event: Any) -> None:
+        if getattr(event, "type", None) in _STREAM_EVENTS:
+            self.events += 1
+
+    @property
+    def bytes(self) -> int | None:
+        value = getattr(self._response, "num_bytes_downloaded", None)
+        return value if type(value) is int and value >= 0 else None
+
+    def describe(self) -> str:
+        """"after 5 events (1,234 bytes)", or "after the headers, before any event" (bytes when known)."""
+        size = self.bytes
+        got = f" ({size:,} bytes)" if size is not None else ""
+        if not self.events:
+            return f"after the headers, before any event{got}"
+        return f"after {self.events} event{'s' if self.events != 1 else ''}{got}"
+
+
 def _transport_kind(error: BaseException) -> str | None:
-    """"timeout" or "connection" for the HTTP library's own errors, which the SDK lets through
-    unwrapped while a stream is being read (a dropped connection, a stalled read)."""
+    """"timeout" or "connection" for a failure of the transport, whether the SDK wrapped the HTTP
+    library's error (APITimeoutError, APIConnectionError) or let it through; None for anything else."""
+    import anthropic
+
+    if isinstance(error, anthropic.APITimeoutError):
+        return "timeout"
+    if isinstance(error, anthropic.APIConnectionError):
+        return "connection"
     for cls in type(error).__mro__:
         if cls.__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2"):
             if any("Timeout" in base.__name__ for base in type(error).__mro__):
                 return "timeout"
             return "connection"
     return None
+
+
+def _transport_detail(error: BaseException) -> str:
+    """The transport's own words for a failure: the HTTP library's error the SDK wrapped, if it did."""
+    import anthropic
+
+    cause = error.__cause__ or error.__context__ if isinstance(error, anthropic.APIConnectionError) else None
+    shown = cause or error
+    return _one_line(str(shown)) or type(shown).__name__
 
 
 def _one_line(text: str) -> str:
@@ -275,6 +329,7 @@ class AnthropicModel:
             await self.model_info()  # what thinking the model accepts (tried once here)
         while True:
             produced = False
+            progress = StreamProgress()
             try:
                 request = self.request(system=system, messages=messages, tools=tools)
                 request["max_tokens"] = max_tokens
@@ -284,7 +339,9 @@ class AnthropicModel:
                 stopped = False
                 api, extra = self._messages_api(await self.ready_client())
                 async with api.stream(**request, **extra) as stream:
+                    progress.opened(stream)
                     async for event in stream:
+                        progress.event(event)
                         if event.type == "message_stop":
                             stopped = True
                         fragment = getattr(event, "text", None) if event.type == "text" else None
@@ -313,7 +370,7 @@ class AnthropicModel:
                 if not produced and self._refuses_diagnostics(error):
                     self.diagnostics = False  # an endpoint without cache diagnostics: ask without them
                     continue
-                mapped, delay = self._classify(error, attempt)
+                mapped, delay = self._classify(error, attempt, progress)
                 if produced or delay is None or attempt >= self.max_retries:
                     if produced and delay is not None:
                         raise ModelError(f"the stream broke off: {mapped}", mapped.kind) from error
@@ -406,8 +463,13 @@ class AnthropicModel:
             delay = min(0.5 * 2**attempt, 8.0) * (1 - 0.25 * random.random())
         return min(delay, self.retry_after_cap)
 
-    def _classify(self, error: BaseException, attempt: int) -> tuple[ModelError, float | None]:
-        """A one-line ModelError, and the delay before a retry (None: do not retry)."""
+    def _classify(self, error: BaseException, attempt: int,
+                  progress: StreamProgress | None = None) -> tuple[ModelError, float | None]:
+        """A one-line ModelError, and the delay before a retry (None: do not retry).
+
+        A transport failure is told by `progress` (what the stream had delivered), not by the SDK's
+        exception type: before the API answered it did not answer in time, or could not be reached;
+        after, it stopped sending or the connection broke, after so many events."""
         import anthropic
 
         if isinstance(error, ModelError):
@@ -416,16 +478,23 @@ class AnthropicModel:
             return ModelError(f"the connection to the Anthropic API broke: {error}", "connection"), (
                 self._retry_after(error, attempt)
             )
-        if isinstance(error, anthropic.APITimeoutError):
+        transport = _transport_kind(error)
+        answered = progress is not None and progress.answered
+        if transport == "timeout" and answered:
+            assert progress is not None
+            return ModelError(f"the Anthropic API stopped sending for {self.timeout:g}s (read timeout) "
+                              f"{progress.describe()}", "timeout"), self._retry_after(error, attempt)
+        if transport == "connection" and answered:
+            assert progress is not None
+            return ModelError(f"the connection to the Anthropic API broke {progress.describe()}: "
+                              f"{_transport_detail(error)}", "connection"), self._retry_after(error, attempt)
+        if transport == "timeout":
             return ModelError(f"the Anthropic API did not answer within {self.timeout:g}s (timeout)", "timeout"), (
                 self._retry_after(error, attempt)
             )
-        if isinstance(error, anthropic.APIConnectionError):
-            cause = error.__cause__ or error.__context__
-            detail = _one_line(str(cause)) if cause else _one_line(str(error))
-            return ModelError(f"cannot reach the Anthropic API at {self.base_url}: {detail}", "connection"), (
-                self._retry_after(error, attempt)
-            )
+        if transport == "connection":
+            return ModelError(f"cannot reach the Anthropic API at {self.base_url}: {_transport_detail(error)}",
+                              "connection"), self._retry_after(error, attempt)
         if isinstance(error, anthropic.APIStatusError):
             err_type, message = _error_details(error)
             status = error.status_code
@@ -461,13 +530,6 @@ class AnthropicModel:
                 mapped = ModelError(f"the Anthropic API refused the request ({status} {err_type}): "
                                     f"{_one_line(message)}", "bad_request")
             return mapped, (self._retry_after(error, attempt) if retryable else None)
-        transport = _transport_kind(error)
-        if transport == "timeout":
-            return ModelError(f"the Anthropic API stopped sending for {self.timeout:g}s (read timeout)",
-                              "timeout"), self._retry_after(error, attempt)
-        if transport == "connection":
-            return ModelError(f"the connection to the Anthropic API broke: {_one_line(str(error)) or type(error).__name__}",
-                              "connection"), self._retry_after(error, attempt)
         if isinstance(error, anthropic.AnthropicError):
             return ModelError(f"Anthropic client error: {_one_line(str(error))}", "api"), None
         return ModelError(f"unexpected model error ({type(error).__name__}): {_one_line(str(error))}", "api"), None

@@ -381,25 +381,30 @@ async def test_x_should_retry_false_stops_retries(fake_api: FakeAnthropicServer)
 # --------------------------------------------------------------------------- broken streams
 
 
+def transport_error(error: BaseException) -> BaseException:
+    """The HTTP library's error behind `error`: anthropic 2.14 lets it through while a body is read,
+    2.17 wraps it in APIConnectionError / APITimeoutError (raised from it)."""
+    return error.__cause__ if isinstance(error, anthropic.APIConnectionError) and error.__cause__ else error
+
+
 async def test_reset_mid_stream(fake_api: FakeAnthropicServer) -> None:
     fake_api.script(reset_mid_stream("partial text"))
     received: list[str] = []
-    # While the body is being read the SDK does not wrap transport errors: the raw
-    # httpx2 exception escapes (it is not an anthropic.APIError).
-    with pytest.raises(httpx2.RemoteProtocolError):
+    with pytest.raises((httpx2.RemoteProtocolError, anthropic.APIConnectionError)) as caught:
         async with make_client(fake_api).messages.stream(
             model=MODEL, max_tokens=64, messages=MESSAGES
         ) as stream:
             async for text in stream.text_stream:
                 received.append(text)
+    assert isinstance(transport_error(caught.value), httpx2.RemoteProtocolError)
     assert received == split_evenly("partial text", 3)[:1]
 
 
 async def test_reset_mid_stream_is_not_retried(fake_api: FakeAnthropicServer) -> None:
     fake_api.script(reset_mid_stream())
-    with pytest.raises(httpx2.TransportError) as caught:
+    with pytest.raises((httpx2.TransportError, anthropic.APIConnectionError)) as caught:
         await stream_text(make_client(fake_api, max_retries=2))
-    assert not isinstance(caught.value, anthropic.APIError)
+    assert isinstance(transport_error(caught.value), httpx2.TransportError)
     assert len(fake_api.requests) == 1
 
 
@@ -438,10 +443,11 @@ async def test_hang_times_out(fake_api: FakeAnthropicServer) -> None:
     assert len(fake_api.requests) == 1
 
 
-async def test_stalled_stream_raises_raw_read_timeout(fake_api: FakeAnthropicServer) -> None:
+async def test_stalled_stream_raises_a_read_timeout(fake_api: FakeAnthropicServer) -> None:
     fake_api.script(text_reply("abcdef", chunks=3, delay=2.0))
-    with pytest.raises(httpx2.ReadTimeout):
+    with pytest.raises((httpx2.ReadTimeout, anthropic.APITimeoutError)) as caught:
         await stream_text(make_client(fake_api, timeout=0.3))
+    assert isinstance(transport_error(caught.value), httpx2.ReadTimeout)
 
 
 async def test_stop_releases_hanging_handler() -> None:

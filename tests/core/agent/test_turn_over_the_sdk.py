@@ -529,7 +529,9 @@ async def test_hanging_server_times_out_quickly(build: Build, anthropic_env: Fak
 async def test_read_timeout_mid_stream_is_one_timeout_error(build: Build, anthropic_env: FakeAnthropicServer) -> None:
     """The stream starts (message_start arrives), then stalls longer than the read timeout.
 
-    The SDK lets the HTTP library's ReadTimeout through unwrapped; it must still become one line.
+    One SDK lets the HTTP library's ReadTimeout through unwrapped, a newer one wraps it in the same
+    APITimeoutError as a server that never answers: either way it is one line that says the API had
+    answered and how far its stream got.
     """
     anthropic_env.script(text_reply("one two three four five six", chunks=6, delay=1.5))
     agent = build(request_timeout=0.5, max_retries=0)
@@ -538,9 +540,40 @@ async def test_read_timeout_mid_stream_is_one_timeout_error(build: Build, anthro
     # a timeout, not the whole reply (the stream would have sent it all, 1.5 s an event)
     assert len(errors) == 1 and errors[0].kind == "timeout", errors
     assert_one_line(errors[0].message)
-    assert "stopped sending for 0.5s (read timeout)" in errors[0].message
+    assert "stopped sending for 0.5s (read timeout) after 1 event (" in errors[0].message
+    assert "did not answer" not in errors[0].message
     assert not of(events, TextDelta)
     assert agent.messages == [{"role": "user", "content": "hello"}]
+
+
+async def test_a_stream_that_breaks_after_text_says_how_far_it_got(
+    build: Build, anthropic_env: FakeAnthropicServer
+) -> None:
+    """The connection drops after five events, text among them: the API was reached and had answered,
+    so the line says the stream broke and where, whatever exception type the SDK raised."""
+    anthropic_env.script(reset_mid_stream("partial text that is never finished", events=5))
+    agent = build(max_retries=2)
+    events = await run(agent, "hello")
+    (error,) = of(events, ErrorEvent)
+    assert error.kind == "connection"
+    assert_one_line(error.message)
+    assert error.message.startswith("the stream broke off: the connection to the Anthropic API broke after 4 events (")
+    assert "cannot reach" not in error.message
+    assert len(anthropic_env.message_requests()) == 1  # text was shown: never retried
+
+
+async def test_a_stream_that_breaks_before_any_event_is_retried_as_a_broken_stream(
+    build: Build, anthropic_env: FakeAnthropicServer
+) -> None:
+    anthropic_env.script(reset_mid_stream(events=0), reset_mid_stream(events=0))
+    agent = build(max_retries=1)
+    events = await run(agent, "hello")
+    (retry,) = [notice for notice in of(events, Notice) if notice.kind == "retry"]
+    (error,) = of(events, ErrorEvent)
+    for line in (retry.message, error.message):
+        assert "the connection to the Anthropic API broke after the headers, before any event" in line
+    assert error.kind == "connection" and "cannot reach" not in error.message
+    assert len(anthropic_env.message_requests()) == 2
 
 
 async def test_stalled_stream_before_any_text_is_retried(build: Build, anthropic_env: FakeAnthropicServer) -> None:
