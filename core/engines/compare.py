@@ -306,16 +306,30 @@ async def run_engine(name: str, replay: Replay) -> list[Message]:
     return await _server_compact(replay, engine)
 
 
-async def compare(recorded: Recorded, settings: Settings) -> dict[str, Any]:
+Progress = Callable[[int, int], None]
+"""Told (calls replayed, calls to replay) as a replay goes (a bar on stderr for a long one)."""
+
+
+def _ticker(progress: Progress | None, base: int, total: int) -> Observer | None:
+    """An observer that tells `progress` each call replayed, counting from `base` of `total`."""
+    if progress is None:
+        return None
+    tell = progress
+    return lambda number, _: tell(base + number, total)
+
+
+async def compare(recorded: Recorded, settings: Settings, progress: Progress | None = None) -> dict[str, Any]:
     """The contract's JSON: one record per engine (ENGINES), over the same calls."""
     conversation = [message for call in recorded.calls for message in
                     (*call.added, *([call.reply] if call.reply is not None else []))]
     counter = TokenCounter()
     memo = Memo(counter)
     records = []
-    for name in ENGINES:
+    calls = len(recorded.calls)
+    for done, name in enumerate(ENGINES):
         with tempfile.TemporaryDirectory(prefix="ctxtui-compare-") as scratch:
-            replay = Replay(name, recorded, settings, Path(scratch), counter, memo)
+            replay = Replay(name, recorded, settings, Path(scratch), counter, memo,
+                            observe=_ticker(progress, done * calls, len(ENGINES) * calls))
             visible = await run_engine(name, replay)
             replay.run.final_chars = estimate_chars(replay.history)
             replay.run.facts_not_visible = _hidden(conversation, visible)
@@ -370,7 +384,7 @@ def _k(value: int) -> str:
     return f"{value / 1000:.1f}k" if value >= 1000 else str(value)
 
 
-async def compare_file(path: Path, settings: Settings) -> dict[str, Any]:
+async def compare_file(path: Path, settings: Settings, progress: Progress | None = None) -> dict[str, Any]:
     """`compare` of the session file at `path` (InspectError, one line, when it is none); a ctxtui
     session's requests carry ctxtui's own system prompt and tool schemas."""
     from core.agent.build import SYSTEM_PROMPT
@@ -379,4 +393,4 @@ async def compare_file(path: Path, settings: Settings) -> dict[str, Any]:
 
     workdir = settings.workdir
     recorded = recorded_calls(path, SYSTEM_PROMPT.format(workdir=workdir), ToolBox(Workspace(workdir)).schemas)
-    return await compare(recorded, settings)
+    return await compare(recorded, settings, progress)

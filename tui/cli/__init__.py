@@ -387,9 +387,10 @@ def _compare(args: argparse.Namespace, config: Any) -> int:
 
     from core.engines.compare import compare_file, compare_text
     from core.sessions.inspection import InspectError
+    from tui.cli.replay import Progress
 
     try:
-        data = asyncio.run(compare_file(args.file, _compare_settings(args, config)))
+        data = asyncio.run(compare_file(args.file, _compare_settings(args, config), Progress("compare", "calls")))
     except InspectError as error:
         raise UsageError(str(error)) from error
     if args.output_format == "json":

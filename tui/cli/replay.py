@@ -58,18 +58,24 @@ def parse_engines(text: str) -> list[str]:
 class Progress:
     """A one-line bar on stderr, redrawn in place, when stderr is a terminal; silent otherwise."""
 
-    def __init__(self, stream: Any = None) -> None:
+    def __init__(self, what: str = "replay", unit: str = "files", stream: Any = None) -> None:
+        self.what, self.unit = what, unit
         self.stream = stream or sys.stderr
         self.live = bool(getattr(self.stream, "isatty", lambda: False)())
         self.started = time.monotonic()
+        self.drawn = -1.0
 
     def __call__(self, done: int, total: int) -> None:
         if not self.live or not total:
             return
+        now = time.monotonic()
+        if done < total and now - self.drawn < 0.1:
+            return  # at most ten redraws a second
+        self.drawn = now
         width = 30
         filled = width * done // total
-        elapsed = time.monotonic() - self.started
-        self.stream.write(f"\rreplay [{'#' * filled}{'.' * (width - filled)}] {done}/{total} files, {elapsed:.0f} s")
+        self.stream.write(f"\r{self.what} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {self.unit}, "
+                          f"{now - self.started:.0f} s")
         if done == total:
             self.stream.write("\r\x1b[K")
         self.stream.flush()

@@ -306,12 +306,12 @@ class Terminal(io.StringIO):
 
 def test_progress_draws_only_on_a_terminal() -> None:
     pipe = Terminal(tty=False)
-    bar = Progress(pipe)
+    bar = Progress(stream=pipe)
     for done in range(1, 4):
         bar(done, 3)
     assert pipe.getvalue() == ""
     terminal = Terminal(tty=True)
-    bar = Progress(terminal)
+    bar = Progress(stream=terminal)
     bar(1, 3)
     assert "1/3" in terminal.getvalue() and "\n" not in terminal.getvalue()  # redrawn in place
 
