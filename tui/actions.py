@@ -182,9 +182,11 @@ def bindings(*, app_wide: bool, table: Sequence[Action] = ACTIONS) -> list[Bindi
 
 
 def tree_bindings() -> list[Binding]:
-    """The message tree's bindings: its steering keys, run on the main screen (which knows the agent)."""
+    """The message tree's bindings: its steering keys, each the tree's `steer` action naming the screen's
+    action to run (the main screen knows the agent); the tree offers them only on a screen that steers
+    (`MessageTree.check_action`): the proxy's view and the read-only inspector show none."""
     return [
-        Binding(action.key, f"screen.{action.action}", action.footer or "", id=action.id,
+        Binding(action.key, f"steer('{action.action}')", action.footer or "", id=action.id,
                 show=action.footer is not None, tooltip=action.help)
         for action in ACTIONS
         if action.key is not None and action.in_tree

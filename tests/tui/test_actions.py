@@ -33,7 +33,7 @@ def test_bindings_help_and_slash_commands_come_from_the_table() -> None:
     bound = {binding.id: binding for binding in [*MainScreen.BINDINGS, *CtxApp.BINDINGS, *MessageTree.BINDINGS]}  # type: ignore[union-attr]
     assert {action.id for action in keyed} == set(bound)
     for action in keyed:
-        run = f"screen.{action.action}" if action.in_tree else action.action
+        run = f"steer('{action.action}')" if action.in_tree else action.action
         assert bound[action.id].key == action.key and bound[action.id].action == run  # type: ignore[union-attr]
     help_text = actions.help_markdown()
     for action in actions.ACTIONS:

@@ -374,7 +374,22 @@ class MessageTree(Tree[NodeInfo]):
             self.post_message(self.OpenBlock(info))
 
 
-    # --- steering: marks and the selected item -------------------------------------------------------
+    # --- steering: the keys, the marks and the selected item ---------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A steering key (`steer`) is offered only on a screen that has its action, as that screen
+        allows it now (the main screen: idle, agent built); elsewhere it is hidden."""
+        if action != "steer":
+            return True
+        name = str(parameters[0]) if parameters else ""
+        screen = self.screen
+        if not name or not hasattr(screen, f"action_{name}"):
+            return False
+        return screen.check_action(name, ())
+
+    async def action_steer(self, name: str) -> None:
+        """Run the screen's steering action `name` on the selection."""
+        await self.screen.run_action(name)
 
     def set_marks(self, pinned: frozenset[str], shortened: frozenset[str]) -> None:
         """Mark pinned results and those the next call would shorten; relabels only the nodes concerned."""
