@@ -123,6 +123,14 @@ ACTIONS: tuple[Action, ...] = (
            palette="Compare engines on this session", slash="compare", when="idle"),
 )
 
+FOOTER_PRIORITY: tuple[tuple[str, ...], ...] = (
+    ("quit",), ("cancel_turn",), ("pin",), ("drop_or_restore",), ("next_view",), ("focus_tree",),
+    ("toggle_inspector",), ("inspector_narrower", "inspector_wider"), ("compact",), ("archive",),
+    ("toggle_tools",), ("new_session",),
+)
+"""The footer's keys by action id, most needed first, in groups shown together or not at all: where not
+every key fits (80 columns), the last ones give way whole (each stays in the palette and in /help)."""
+
 BY_NAME: dict[str, Action] = {action.name: action for action in ACTIONS}
 BY_ID: dict[str, Action] = {action.id: action for action in ACTIONS}
 BY_SLASH: dict[str, Action] = {action.slash: action for action in ACTIONS if action.slash}
@@ -191,6 +199,11 @@ def tree_bindings() -> list[Binding]:
         for action in ACTIONS
         if action.key is not None and action.in_tree
     ]
+
+
+def footer_groups() -> list[tuple[str, ...]]:
+    """`FOOTER_PRIORITY` as the keys the footer shows (a group's keys together), most needed first."""
+    return [tuple(key for name in group if (key := BY_ID[name].key) is not None) for group in FOOTER_PRIORITY]
 
 
 def availability(name: str, state: UiState) -> bool | None:

@@ -129,7 +129,7 @@ class MainScreen(Screen[None]):
             yield ChatPane(id="chat")
             yield Inspector(front.inspector, self._agent, id="inspector")
         yield ContextGauge(compact=True, id="mini-gauge")
-        yield KeysFooter(compact=True)
+        yield KeysFooter(compact=True, groups=actions.footer_groups())
 
     @property
     def chat(self) -> ChatPane:

@@ -2,7 +2,9 @@
 
 Textual lays the footer's keys out in the order of the binding chain (the focused widget, then the
 screen, then the app), so the app-wide `ctrl+q` comes last and is the first key cut off at 80
-columns. Here it leads; the rest keep their order.
+columns. Here it leads; the rest keep their order. Given `groups` (the keys, most needed first, in
+groups shown together or not at all), the footer shows only whole keys: where not all fit beside the
+palette key, the least needed give way (Textual's footer would cut the last one in the middle).
 
 Textual's footer recomposes every key whenever the screen's bindings are refreshed (each focus
 change, each turn's start and end); mounting a dozen keys costs the event loop tens of
@@ -14,8 +16,11 @@ keys are in the app's first frame.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
+from rich.cells import cell_len
+from textual import events
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widget import MountError, Widget
@@ -44,11 +49,40 @@ def set_enabled(key: FooterKey, like: FooterKey) -> None:
     key.set_class(disabled, "-disabled")
 
 
-class KeysFooter(Footer):
-    """The footer, quit first."""
+def key_width(key: FooterKey) -> int:
+    """The cells a compact footer key takes: `^q Quit` and its margin (the palette key: its border)."""
+    width = cell_len(key.key_display) + (1 + cell_len(key.description) if key.description else 0)
+    return width + 1  # the margin after a key, or the border before the palette key (docked right)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+
+def fitting(widgets: list[Widget], width: int, groups: Sequence[Sequence[str]]) -> list[Widget]:
+    """`widgets` less the least needed keys (the last of `groups`; keys in no group first) until the rest
+    fit in `width` cells; the quit and palette keys always stay. Anything but keys: all of them."""
+    keys = [widget for widget in widgets if isinstance(widget, FooterKey)]
+    if len(keys) != len(widgets):
+        return widgets
+    rank = {key: index for index, group in enumerate(groups) for key in group}
+    kept = list(keys)
+    total = sum(key_width(key) for key in kept)
+    removable = sorted({rank.get(key.key, len(groups)) for key in kept
+                        if key.action not in QUIT_ACTIONS and not key.has_class("-command-palette")}, reverse=True)
+    for level in removable:
+        if total <= width:
+            break
+        going = [key for key in kept if rank.get(key.key, len(groups)) == level
+                 and key.action not in QUIT_ACTIONS and not key.has_class("-command-palette")]
+        total -= sum(key_width(key) for key in going)
+        kept = [key for key in kept if key not in going]
+    return list(kept)
+
+
+class KeysFooter(Footer):
+    """The footer, quit first, only whole keys."""
+
+    def __init__(self, *args: Any, groups: Sequence[Sequence[str]] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.groups = tuple(tuple(group) for group in groups)
+        """The keys by need, most needed first (tui/actions.py `footer_groups`); empty: every key."""
         self._updating = asyncio.Lock()
         self._updated_once = False
 
@@ -61,7 +95,15 @@ class KeysFooter(Footer):
             if isinstance(widget, FooterKey):
                 widget.set_class(self.compact, "-compact", update=False)
         widgets.sort(key=lambda widget: not (isinstance(widget, FooterKey) and widget.action in QUIT_ACTIONS))
+        if self.groups and self.compact:
+            width = self.size.width or self.app.size.width  # docked at the bottom: the screen's width
+            widgets = fitting(widgets, width, self.groups)
         yield from widgets
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Another width fits other keys."""
+        if self.groups and self.is_attached:
+            self.call_next(self._update_keys)
 
     def bindings_changed(self, screen: Screen[object]) -> None:
         self._bindings_ready = True
