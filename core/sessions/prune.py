@@ -7,10 +7,11 @@ bash spill or a transcript) goes when no remaining session log names it, directl
 file that one names: a name is looked for as text anywhere in the file (a marker, a ledger entry, an undo
 record, a spill path quoted in a result all count), so what a kept session can restore always stays.
 
-A session still running (the process its file is named after is alive and is ctxtui) is never removed,
-and while one runs every archive file any session log names, and every file written since it started,
-stays too: its history in memory may name a file its log does not hold yet (a write the disk refused is
-retried later). A log or a needed archive file that cannot be read keeps every archive file.
+A session still running (the process its file is named after is alive, and not a later one that got the
+same pid) is never removed, and while one runs every archive file any session log names, and every file
+written since it started, stays too: its history in memory may name a file its log does not hold yet (a
+write the disk refused is retried later). A log or a needed archive file that cannot be read keeps every
+archive file.
 
 Nothing is followed through a symlink: folders are opened from the workdir without following links, and
 files are removed relative to them.
@@ -175,9 +176,21 @@ def _stamp_of(path_name: str) -> float | None:
         return None
 
 
+def _process_start(pid: int) -> float | None:
+    """When process `pid` started, in seconds since the epoch (Linux /proc), or None when unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        with open("/proc/stat", "rb") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith(b"btime "))
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 of stat: start time in ticks
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
 def is_running(name: str) -> bool:
-    """The process a session file is named after is alive and is ctxtui (a reused pid of another program
-    is not); where that cannot be told (no /proc), alive is enough."""
+    """The process a session file is named after is still alive, and is the one that made it: a pid the
+    system gave again to a process started after the file was (where /proc tells) is not."""
     parts = name.removeprefix(SESSION_PREFIX).split("-")
     if len(parts) < 4 or not parts[2].isdigit():
         return False
@@ -192,12 +205,8 @@ def is_running(name: str) -> bool:
         pass  # alive, another user's
     except OSError:
         return False
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            command = handle.read()
-    except OSError:
-        return True
-    return any(mark in command for mark in (b"ctxtui", b"tui.cli", b"tui/cli"))
+    started, stamp = _process_start(pid), _stamp_of(name)
+    return started is None or stamp is None or started <= stamp + 2  # the stamp is cut to the second
 
 
 def plan_prune(workdir: Path, older_than_days: float | None = None, keep: int | None = None,

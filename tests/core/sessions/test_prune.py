@@ -42,18 +42,36 @@ def sessions_of(workdir: Path) -> list[Path]:
     return sorted((workdir / ".ctxtui" / SESSIONS_DIR).glob("session_*.jsonl"))
 
 
-async def run_session(workdir: Path, prefix: str, turns: int) -> Path:
-    """A real offline session whose compactions archive tool results and transcripts; returns its log."""
-    agent = Agent.from_settings(Settings(workdir=workdir, offline=True, compaction=COMPACTION))
+SESSION_SCRIPT = """
+import asyncio, sys
+from pathlib import Path
+from core.agent import Agent
+from core.compaction import CompactionSettings
+from core.config import Settings
+
+async def main(workdir, prefix, turns):
+    compaction = CompactionSettings(context_char_limit=10_000, snip_trigger_messages=14,
+                                    snip_target_messages=8)  # COMPACTION
+    agent = Agent.from_settings(Settings(workdir=Path(workdir), offline=True, compaction=compaction))
     try:
         for turn in range(turns):
             async for _ in agent.run_turn(f"read {prefix}{turn % 6}.txt"):
                 pass
-        assert agent.session is not None
-        path = agent.session.path
+        print(agent.session.path)
     finally:
         await agent.aclose()
-    return path
+
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+"""
+
+
+def run_session(workdir: Path, prefix: str, turns: int) -> Path:
+    """A real offline session, in a process of its own that has ended (as a session a person quit), whose
+    compactions archive tool results and transcripts; returns its log."""
+    done = subprocess.run([sys.executable, "-c", SESSION_SCRIPT, str(workdir), prefix, str(turns)],
+                          capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[3])
+    assert done.returncode == 0, done.stderr
+    return Path(done.stdout.strip())
 
 
 def markers_of(messages: list[Any]) -> set[str]:
@@ -76,10 +94,10 @@ async def test_prune_removes_old_sessions_and_what_only_they_needed(tmp_path: Pa
     for number in range(6):
         (workdir / f"old{number}.txt").write_text(f"old file {number}: " + "lorem ipsum dolor " * 200)
         (workdir / f"new{number}.txt").write_text(f"new file {number}: " + "sit amet consectetur " * 200)
-    old = await run_session(workdir, "old", 14)
+    old = run_session(workdir, "old", 14)
     only_old = set(archive_files(workdir))
     os.utime(old, (time.time() - 40 * DAY, time.time() - 40 * DAY))
-    new = await run_session(workdir, "new", 14)
+    new = run_session(workdir, "new", 14)
     orphan = workdir / TOOL_RESULTS_DIR / "toolu_orphan.txt"  # a result whose compaction never landed
     orphan.write_text("nobody names me")
     os.utime(orphan, (time.time() - 2 * DAY, time.time() - 2 * DAY))
@@ -177,10 +195,14 @@ def test_a_file_named_only_through_another_archive_file_stays(tmp_path: Path) ->
     assert all((tmp_path / path).exists() for path in (spill, inner, transcript, ledger))
 
 
+def now_stamp() -> str:
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+
+
 def test_keep_keeps_the_newest_sessions_and_a_running_one_is_never_removed(tmp_path: Path) -> None:
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "ctxtui"])
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        running = write_log(tmp_path, f"session_20250101-000000-{sleeper.pid}-abcdef.jsonl",
+        running = write_log(tmp_path, f"session_{now_stamp()}-{sleeper.pid}-abcdef.jsonl",
                             conversation("running"), age_days=50)
         named_by_old = put(tmp_path, f"{TOOL_RESULTS_DIR}/toolu_old.txt", "an old session's", age_days=40)
         old = write_log(tmp_path, "session_20250102-000000-1-aaaaaa.jsonl",
@@ -200,6 +222,20 @@ def test_keep_keeps_the_newest_sessions_and_a_running_one_is_never_removed(tmp_p
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_a_pid_given_again_to_a_later_process_is_not_a_running_session(tmp_path: Path) -> None:
+    later = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        name = f"session_20250101-000000-{later.pid}-abcdef.jsonl"  # made long before `later` started
+        ended = write_log(tmp_path, name, conversation("x"), 40)
+        result = ctxtui("sessions", "--prune", "--older-than", "30", "--workdir", str(tmp_path),
+                        env=env_without_key(XDG_CONFIG_HOME=str(tmp_path)))
+        assert result.returncode == 0, result.stderr
+        assert not ended.exists() and "running" not in result.stdout
+    finally:
+        later.kill()
+        later.wait()
 
 
 def test_without_a_policy_only_files_nobody_names_go(tmp_path: Path) -> None:
