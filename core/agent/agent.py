@@ -137,6 +137,13 @@ class Agent:
             agent._announce = Notice(f"resumed {plural(len(stack.replay.messages), 'message')} from {stack.resumed}")
         return agent
 
+    def take_resume_notice(self) -> Notice | None:
+        """The "resumed ..." notice the first turn would yield, taken by a view that says it itself when
+        it shows the resumed history (the TUI): the first turn then does not say it again. None when
+        there is none (not resumed, or said already)."""
+        notice, self._announce = self._announce, None
+        return notice
+
     # --- what the parts hold ---------------------------------------------------------------------
 
     @property

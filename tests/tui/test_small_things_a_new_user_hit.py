@@ -16,6 +16,7 @@ from core.config import Settings
 from tests.support.pilot import settled, wait_for
 from tui.app import CtxApp
 from tui.widgets.breakdown import BreakdownView
+from tui.widgets.chat_blocks import NoticeLine
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -146,3 +147,20 @@ async def test_a_one_line_file_is_one_line(tmp_path: Path) -> None:
         replies = " ".join(block.source for block in app.chat.transcript.query("AssistantBlock"))  # type: ignore[attr-defined]
         assert "1 line" in replies and "1 lines" not in replies
     await agent.aclose()
+
+
+async def test_a_resumed_session_is_said_once(tmp_path: Path) -> None:
+    """The chat says "resumed ..." when it shows the resumed history; the first turn does not say it again."""
+    first = make_agent(tmp_path)
+    app = CtxApp(first)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await send(pilot, app, "read one.txt")
+    await first.aclose()
+    resumed = Agent.from_settings(Settings(workdir=tmp_path, offline=True, resume=True))
+    app = CtxApp(resumed)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: any("resumed" in line.text for line in app.chat.query(NoticeLine)))
+        await send(pilot, app, "and now?")
+        said = [line.text for line in app.chat.query(NoticeLine) if "resumed" in line.text]
+        assert len(said) == 1, said
+    await resumed.aclose()

@@ -197,6 +197,8 @@ class MainScreen(Screen[None]):
         return True
 
     async def replay_history(self, messages: Sequence[dict[str, Any]], chars: int) -> None:
+        """Show a resumed history in the chat, and say so once (the agent's own notice is taken)."""
+        self.agent.take_resume_notice()
         where = f" from {self.agent.resumed_from}" if self.agent.resumed_from else ""
         await self.chat.replay(list(messages), notice=(
             f"resumed {plural(len(messages), 'message')} ({count(chars)} chars){where}: "
