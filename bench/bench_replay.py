@@ -200,7 +200,9 @@ def run_sweep(files: list[Path], workers: int, out: Path | None) -> None:
           f" * = on the frontier of billed input against regret.")
     print("\nSettings that bill no more than the seed's default at a lower regret, against it on the same "
           "trajectories\n(paired bootstrap, 1,000 resamples: points of billed input saved, points of regret):")
-    for label in sorted(better, key=lambda label: rows[label]["billed_input_tokens"])[:8]:
+    ranked = sorted(better, key=lambda label: rows[label]["billed_input_tokens"])
+    eager = [label for label in ranked if label.startswith("client ")][:2]
+    for label in [*ranked[:6], *(label for label in eager if label not in ranked[:6])]:
         saved, regret = paired(records, label, default)
         print(f"  {label:<52} saves {saved[0]:+.1f} [{saved[1]:+.1f}, {saved[2]:+.1f}]   "
               f"regret {regret[0]:+.2f} [{regret[1]:+.2f}, {regret[2]:+.2f}]")

@@ -16,7 +16,6 @@ files are read in sorted order, and each trajectory replays in a scratch folder 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
 import tempfile
@@ -32,6 +31,7 @@ from core.engines.compare import Replay, run_engine
 from core.engines.pricing import Memo
 from core.engines.sources import Recorded
 from core.history.tokens import TokenCounter
+from core.jsonlines import parse_json
 
 Message = dict[str, Any]
 ENGINES = ("none", "client", "client-cache-aware", "masking", "server-clear", "server-compact")
@@ -132,11 +132,8 @@ def archive_anchors(scratch: Path, index: AnchorIndex) -> set[str]:
         found |= anchors_of_text(path.read_text(encoding="utf-8", errors="replace"))
     transcripts = scratch / ".transcripts"
     for path in sorted(transcripts.glob("*.jsonl")) if transcripts.is_dir() else []:
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
+        for line in path.read_text(encoding="utf-8", errors="replace").split("\n"):
+            message = parse_json(line) if line.strip() else None  # core/jsonlines.py: a bad line costs that line
             found |= index.of_message(message) if isinstance(message, dict) else set()
     return found
 
@@ -352,6 +349,7 @@ def summarise(records: Sequence[dict[str, Any]], engines: Sequence[str], seed: i
         "trajectories": len(records), "calls": sum(record["calls"] for record in records), "engines": out,
         "per_trajectory": [{"file": record["file"], "calls": record["calls"], "engines": {
             name: {key: record["engines"][name][key]
-                   for key in ("input_chars", "billed_input_tokens", "cost_usd", "peak_tokens")}
+                   for key in ("input_chars", "billed_input_tokens", "cost_usd", "peak_tokens", "removed",
+                               "referenced_later")}
             for name in engines}} for record in records],
     }
