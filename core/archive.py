@@ -39,6 +39,7 @@ from typing import Any
 import aiofiles
 
 from core.history.sizes import dumps
+from core.jsonlines import BadLine, parse_json
 from core.private import NO_FOLLOW, PRIVATE_FILE_MODE, make_private_dir, private_opener
 from core.text import error_line
 
@@ -348,11 +349,13 @@ class Archive:
     async def read_transcript(self, path: str) -> list[Any]:
         """The messages of a transcript, in order."""
         text = await self.read_text(path)
-        try:
-            # Only "\n" ends a record: JSON written with ensure_ascii=False may hold U+2028 and friends.
-            return [json.loads(line) for line in text.split("\n") if line.strip()]
-        except (ValueError, RecursionError) as error:
-            raise ArchiveError(f"transcript {path} is not valid JSONL: {error_line(error)}") from error
+        # Only "\n" ends a record: JSON written with ensure_ascii=False may hold U+2028 and friends.
+        # Each line through core/jsonlines.py: not JSON, or nested past its bound, refuses the transcript.
+        messages = [parse_json(line) for line in text.split("\n") if line.strip()]
+        bad = next((message for message in messages if isinstance(message, BadLine)), None)
+        if bad is not None:
+            raise ArchiveError(f"transcript {path} is not valid JSONL: {bad.reason}")
+        return messages
 
     def _require(self, path: str) -> ArchivedFile:
         found = self.resolve(path)
@@ -535,17 +538,14 @@ _ENTRY_START = b'{"name": '  # how `record` starts a line; inside a value its qu
 def _manifest_entry(raw: bytes) -> Any:
     """One manifest line read back; a line glued onto a torn one (as versions before the repair appended
     after a full disk) gives the whole entry at its end; None for a line that holds none."""
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        pass
+    entry = parse_json(raw)
+    if not isinstance(entry, BadLine):
+        return entry
     start = raw.rfind(_ENTRY_START)
     if start <= 0:
         return None
-    try:
-        return json.loads(raw[start:])
-    except (ValueError, RecursionError):
-        return None
+    glued = parse_json(raw[start:])
+    return None if isinstance(glued, BadLine) else glued
 
 
 def _write_fully(fd: int, data: bytes) -> tuple[int, OSError | None]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.events import MarkerKind
+from core.jsonlines import parse_json
 
 PERSISTED_OPEN = "<persisted-output>"
 PERSISTED_CLOSE = "</persisted-output>"
@@ -146,11 +147,8 @@ def _summary(text: str) -> Marker | None:
     if split < 0:
         return None
     summary = text[split + len(_SUMMARY_SPLIT):line]
-    try:
-        decoded = json.loads(summary)
-        summary = decoded if isinstance(decoded, str) else summary
-    except (ValueError, RecursionError):
-        pass
+    decoded = parse_json(summary)  # core/jsonlines.py: never raises, bounded in depth
+    summary = decoded if isinstance(decoded, str) else summary
     return Marker(kind, path, request=text[body_start:split], summary=summary)
 
 

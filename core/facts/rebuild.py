@@ -12,7 +12,6 @@ message that names it. Only paths the archive resolves inside its own directorie
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from core.archive import Archive
 from core.facts.extract import FactKey, error_lines, facts_of
 from core.facts.index import FactIndex
+from core.jsonlines import BadLine, parse_json
 from core.markers import parse_marker
 
 Message = dict[str, Any]
@@ -69,19 +69,14 @@ def archived_facts(messages: Sequence[Message], archive: Archive) -> list[Found]
             if kind in ("placeholder", "persisted"):
                 found.extend((("error", line), f"messages.{position}", path) for line in error_lines(text))
             continue
-        lines = [line for line in text.split("\n") if line.strip()]
-        for line_number in range(len(lines) - 1, -1, -1):
-            try:
-                message = json.loads(lines[line_number])
-            except ValueError:
-                continue
-            follow(message, line_number)
-        for line_number, line in enumerate(lines):
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            found.extend((key, f"messages.{line_number}", path) for key, _ in facts_of(message))
+        # Each line through core/jsonlines.py: one that is not JSON, or nested too deep, costs that line only.
+        messages_read = [parse_json(line) for line in text.split("\n") if line.strip()]
+        for line_number in range(len(messages_read) - 1, -1, -1):
+            if not isinstance(messages_read[line_number], BadLine):
+                follow(messages_read[line_number], line_number)
+        for line_number, message in enumerate(messages_read):
+            if not isinstance(message, BadLine):
+                found.extend((key, f"messages.{line_number}", path) for key, _ in facts_of(message))
     return found
 
 

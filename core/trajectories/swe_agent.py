@@ -12,10 +12,10 @@ and is left out; its timestamp (`extra.response.created`, `extra.timestamp`) tim
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from core.jsonlines import BadLine, parse_json
 from core.trajectories.model import HistoryBuilder, Trajectory, TrajectoryError, as_text
 
 BASH_TOOL = {
@@ -58,9 +58,8 @@ def _arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
     if isinstance(raw, str):
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
+        parsed = parse_json(raw)  # core/jsonlines.py: not JSON, or nested too deep, stays the text it is
+        if isinstance(parsed, BadLine):
             return {"arguments": raw}
         return parsed if isinstance(parsed, dict) else {"arguments": parsed}
     return {"arguments": as_text(raw)}

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import shlex
 import signal
@@ -27,6 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from core.jsonlines import parse_json
 from core.text import one_line, visible
 from tui.cli.serve_guard import Guard, is_loopback
 from tui.cli.serve_page import content_security_policy, page
@@ -233,10 +233,7 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
             async for message in websocket:
                 if message.type != WSMsgType.TEXT:
                     continue
-                try:
-                    envelope = json.loads(message.data)
-                except ValueError:
-                    continue
+                envelope = parse_json(message.data)  # core/jsonlines.py: not JSON or nested too deep is a BadLine
                 if not isinstance(envelope, list) or len(envelope) < 1:
                     continue
                 kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None

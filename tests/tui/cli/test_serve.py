@@ -129,6 +129,17 @@ async def test_the_printed_url_opens_the_app(served: Served, client: aiohttp.Cli
         assert b"offline" in await app_output(websocket, b"offline")
 
 
+async def test_a_message_nested_too_deep_is_ignored_and_the_tab_goes_on(
+    served: Served, client: aiohttp.ClientSession
+) -> None:
+    """A browser message is read through core/jsonlines.py: nested past any reader's depth, it is one
+    message of another shape (ignored), not a RecursionError that ends the tab."""
+    async with client.ws_connect(served.websocket, headers=served.browser) as websocket:
+        await websocket.send_str("[" * 100_000 + "]" * 100_000)
+        await websocket.send_json(["ping", "hello-ctxtui"])
+        assert b"offline" in await app_output(websocket, b"offline")
+
+
 # --------------------------------------------------------------------------- everything else
 
 
