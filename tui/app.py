@@ -39,6 +39,9 @@ from tui.widgets.message_tree import MessageTree
 if TYPE_CHECKING:
     from core.agent import Agent
 
+NARROW_DIALOGS = 70
+"""Below this width a dialog's row of buttons (the permission dialog's: 61 columns) does not fit."""
+
 
 class CtxApp(App[None]):
     """The ctxtui terminal app."""
@@ -46,6 +49,9 @@ class CtxApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "ctxtui"
     COMMANDS = App.COMMANDS | {CtxCommands}
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (NARROW_DIALOGS, "-wide")]
+    """Every screen is `-narrow` below `NARROW_DIALOGS` columns: a dialog's buttons stand one under the
+    other there (app.tcss), side by side the last one was cut."""
     BINDINGS: ClassVar[list[BindingType]] = list(actions.bindings(app_wide=True))
 
     def __init__(

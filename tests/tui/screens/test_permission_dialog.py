@@ -25,7 +25,7 @@ from tui import messages as msg
 from tui.app import CtxApp
 from tui.screens.permission import ESCAPE_STYLE, PermissionScreen
 
-SIZES = [(80, 24), (120, 40)]
+SIZES = [(80, 24), (120, 40), (60, 24)]  # 60 columns: the buttons stack (side by side, Deny was cut)
 OLD = "".join(f"old line {index}\n" for index in range(30))
 NEW = "".join(f"new line {index}\n" for index in range(30))
 COMMAND = "echo " + "x" * 51_615  # 51,620 chars, as the user's
