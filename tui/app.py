@@ -49,7 +49,7 @@ class CtxApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "ctxtui"
     COMMANDS = App.COMMANDS | {CtxCommands}
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (NARROW_DIALOGS, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_DIALOGS, "-wide")]  # noqa: RUF012 (Textual: not a ClassVar)
     """Every screen is `-narrow` below `NARROW_DIALOGS` columns: a dialog's buttons stand one under the
     other there (app.tcss), side by side the last one was cut."""
     BINDINGS: ClassVar[list[BindingType]] = list(actions.bindings(app_wide=True))
