@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.proxy.limits import MAX_BLOCKS, capped
+from core.usage.figures import MAX_TOKENS, token_figure
 
 JSONDict = dict[str, Any]
 _INFLATE_STEP = 1024 * 1024  # bytes inflated per step (each step checks the limit)
@@ -178,7 +179,7 @@ class Reply:
 
 
 _TOOL_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
-MOST_TOKENS = 10**12  # a usage figure above this is no count any model could report
+MOST_TOKENS = MAX_TOKENS  # a usage figure above this is no count any model could report
 _COUNT_SUFFIXES = ("_tokens", "_requests")  # keys whose values must be counts, whatever their type
 
 
@@ -205,7 +206,7 @@ def checked_usage(usage: JSONDict, where: str = "usage") -> tuple[JSONDict, list
 
 
 def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MOST_TOKENS
+    return token_figure(value) is not None  # the one check every usage figure passes (core/usage/figures.py)
 
 
 class _Assembler:

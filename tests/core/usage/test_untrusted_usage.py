@@ -14,10 +14,14 @@ from typing import Any
 import pytest
 
 from core.events import AgentEvent, ContextSampled, ErrorEvent, Notice, TurnFinished
+from core.proxy.watch import Watch
+from core.usage.figures import MAX_TOKENS
 from core.usage.timeline import describe_sample
 from tests.support.agents import Build, sdk_agents
 from tests.support.fakeapi import Exchange, FakeAnthropicServer, Response, text_reply
 from tests.support.permission import run
+from tests.support.proxy import Driver, turn
+from tests.support.proxy import body as proxy_body
 
 MODEL = "claude-sonnet-5-5"  # priced: a cost is computed when every figure is known
 
@@ -96,3 +100,13 @@ async def test_a_bad_figure_in_message_delta_is_unknown_and_the_next_turn_goes_o
     second = await run(agent, "again")
     assert of(second, TurnFinished)[0].text == "second" and of(second, TurnFinished)[0].error is None
     assert agent.timeline[1].cost is not None and agent.timeline[1].output_tokens is not None
+
+
+@pytest.mark.parametrize("figure", [MAX_TOKENS + 1, 10**11])
+async def test_the_proxy_checks_a_reply_s_usage_with_the_same_bound(figure: int) -> None:
+    """A usage figure no call could report is unknown in the proxy too (one bound for every entry)."""
+    watch = Watch(None)
+    Driver(watch).call(proxy_body(turn("hello")), usage={"input": figure})
+    await watch.aclose()
+    (call,) = watch.calls
+    assert call.usage is None and call.cost is None
