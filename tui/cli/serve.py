@@ -66,9 +66,10 @@ def tab_arguments(args: argparse.Namespace) -> list[str]:
 
 
 def tab_command(args: argparse.Namespace) -> str:
-    """The shell command textual-serve starts per tab: this interpreter, `-P` (no current directory on
-    sys.path), the installed `tui.cli` entry point, and the tab's flags."""
-    return shlex.join([sys.executable, "-P", "-m", "tui.cli", *tab_arguments(args)])
+    """The shell command textual-serve starts per tab: `exec` (the shell becomes the app, so the process
+    the server stops or kills is the app itself, not a shell that leaves it running), this interpreter,
+    `-P` (no current directory on sys.path), the installed `tui.cli` entry point, and the tab's flags."""
+    return "exec " + shlex.join([sys.executable, "-P", "-m", "tui.cli", *tab_arguments(args)])
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -159,6 +160,7 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
         def __init__(self) -> None:
             super().__init__(command, host=guard.host, port=guard.port, title="ctxtui")
             self.tabs: set[web.WebSocketResponse] = set()
+            self.apps: set[AppService] = set()  # the tabs' apps still running (or quitting)
 
         @property
         def sessions(self) -> int:
@@ -173,6 +175,7 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
                 web.get("/download/{key}", self.handle_download, name="download"),  # textual.js asks here
                 web.static(f"/{guard.token}/static", self.statics_path, name="static"),
             ])
+            app.on_shutdown.append(self._stop_all)
             return app
 
         @web.middleware
@@ -217,6 +220,7 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
                 await websocket.prepare(request)
                 app = AppService(command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
                                  close=close, download_manager=self.download_manager)
+                self.apps.add(app)
                 await app.start(_cells(request.query.get("width"), 80), _cells(request.query.get("height"), 24))
                 await self._relay(websocket, app)
             finally:
@@ -259,6 +263,11 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
                 if process is not None and process.returncode is None:
                     process.kill()
                     await process.wait()
+            self.apps.discard(app)
+
+        async def _stop_all(self, _: web.Application) -> None:
+            """At shutdown, before the loop closes: every tab's app quits (or is killed), none is left behind."""
+            await asyncio.gather(*(self._stop(app) for app in list(self.apps)), return_exceptions=True)
 
         async def on_startup(self, app: web.Application) -> None:
             """ctxtui printed its own line (with the secret URL) before binding; nothing more to say."""

@@ -406,7 +406,7 @@ def test_the_tab_command_cannot_import_from_the_current_directory() -> None:
 
     args = parsed(["--serve", "--offline"])
     words = tab_command(args).split()
-    assert words[:4] == [sys.executable, "-P", "-m", "tui.cli"]
+    assert words[:5] == ["exec", sys.executable, "-P", "-m", "tui.cli"], "the shell becomes the app (stopped or killed)"
 
 
 def test_serve_refuses_at_start_what_every_tab_would_refuse(tmp_path: Path) -> None:
