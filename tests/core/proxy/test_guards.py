@@ -16,7 +16,10 @@ import pytest
 from core.proxy.calls import describe_call
 from core.proxy.http import HOPS_HEADER, api_path
 from core.proxy.limits import MAX_HOPS
+from core.proxy.record import Recorder
 from core.proxy.redact import Redactor
+from core.proxy.server import ProxyServer
+from core.proxy.watch import Watch
 from tests.support.fakeapi import FakeAnthropicServer, error_reply, text_reply
 from tests.support.proxy import TEST_KEY, read_record, running_proxy, sdk_client
 
@@ -54,10 +57,6 @@ async def raw_request(port: int, method: str, target: str, body: bytes = b"",
 async def test_two_proxies_that_are_each_other_s_upstream_refuse_the_loop_at_once(tmp_path: Path) -> None:
     port_b = free_port()
     async with running_proxy(f"http://127.0.0.1:{port_b}", tmp_path / "a") as a:
-        from core.proxy.record import Recorder
-        from core.proxy.server import ProxyServer
-        from core.proxy.watch import Watch
-
         (tmp_path / "b").mkdir()
         watch_b = Watch(Recorder(tmp_path / "b"))
         b = ProxyServer(a.url, watch_b, port=port_b)

@@ -247,16 +247,18 @@ async def test_a_body_over_the_request_limit_gets_a_413_and_the_proxy_goes_on(
     assert fine.status_code == 200 and len(fake_api.requests) == 1
 
 
-def test_a_request_body_that_is_not_json_is_recorded_as_a_short_preview(tmp_path: Path) -> None:
-    from core.proxy.watch import ExchangeStart
-
-    watch = Watch(Recorder(tmp_path))
+async def test_a_request_body_that_is_not_json_is_recorded_as_a_short_preview(
+        fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
     body = b"\x00" * (4 * MIB)
-    placed = watch._start_call(ExchangeStart("x1", 1.0, "POST", "/v1/messages", [], body, frozenset()))
-    record = Path(placed.call.record or "")
-    assert record.stat().st_size < 64 * 1024, f"{record.stat().st_size:,} bytes for a 4 MiB body that is not JSON"
-    (request_record,) = read_record(record)
+    async with proxy_with(fake_api.base_url, tmp_path, ProxyLimits()) as proxy, \
+            httpx2.AsyncClient(timeout=60) as client:
+        reply = await client.post(f"{proxy.url}/v1/messages", content=body, headers=HEADERS)
+        (call,), _ = await proxy.finished(1)
+    assert reply.status_code == 200 and fake_api.requests[0].raw == body
+    assert size_of(call.record) < 64 * 1024, f"{size_of(call.record):,} bytes for a 4 MiB body that is not JSON"
+    request_record, _ = read_record(Path(call.record or ""))
     assert request_record["body_error"].startswith("not JSON") and request_record["body_bytes"] == 4 * MIB
+    assert request_record["body_text"] == "\x00" * 4096
 
 
 # --- 6. numbers that are no numbers ------------------------------------------------------------------
