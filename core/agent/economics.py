@@ -35,6 +35,7 @@ from core.usage.counting import estimate_request, model_window
 from core.usage.figures import unknown_figures
 from core.usage.fingerprint import Fingerprinter, Position, PrefixPrint, message_digests, prefix_change
 from core.usage.miss import PrefixChange, agrees
+from core.usage.payback import expected_calls, multipliers, pays_back
 from core.usage.prices import Usage, price_for
 from core.usage.timeline import ContextSample, Timeline
 
@@ -212,10 +213,21 @@ class Economics:
         frontier = self.tracker.frontier
         breaking = [step for step in steps if step.changed_at is not None and frontier is not None
                     and step.changed_at < frontier and (step.saved > 0 or step.step == "compact_history")]
-        if not breaking:
+        if not breaking or self._pays_back(breaking):
             return None
         assert self.tracker.expires_at is not None
         return CompactionHeld(tuple(steps), self.tracker.expires_at, tokens, ceiling)
+
+    def _pays_back(self, steps: Sequence[CompactionStep]) -> bool:
+        """The lossless steps that would rewrite the warm prefix save enough, within the calls the
+        session is likely to make, to pay for writing it again (core/usage/payback.py); a summary's
+        saving is not counted: it waits for the ceiling unless the steps before it pay."""
+        lossless = [step for step in steps if step.step != "compact_history" and step.saved > 0]
+        invalidated = max((step.cache_invalidated_tokens or 0 for step in lossless), default=0)
+        saved = sum(step.saved_tokens or 0 for step in lossless)
+        calls = sum(1 for sample in self.timeline.samples if sample.kind != "summary")
+        write, read = multipliers(self.price, self.ttl)
+        return pays_back(invalidated, saved, expected_calls(calls), write, read)
 
     # --- a call ------------------------------------------------------------------------------------
 

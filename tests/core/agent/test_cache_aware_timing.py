@@ -1,14 +1,16 @@
 """The cache-aware compaction timing, over the real SDK and the fake's prompt cache on the test's clock.
 
 While the cache is warm and the next request is under the ceiling, the steps that would rewrite the
-cached prefix wait (a CompactionHeld says which and what they would cost); they run together once
-the cache has gone cold (costing the cache nothing), once the ceiling is reached, or when the person
-compacts. "eager" runs them before every call, as the seed does.
+cached prefix wait (a CompactionHeld says which and what they would cost) unless they pay back within
+the calls the session is likely to make; they run together once they pay back, once the cache has gone
+cold (costing the cache nothing), once the ceiling is reached, or when the person compacts. "eager"
+runs them before every call, as the seed does.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +124,33 @@ async def test_the_person_compacting_runs_at_once_and_the_default_ceiling_is_80_
     anthropic_env.script(text_reply("A summary of reading three files."))
     compacted = [event async for event in agent.compact()]
     assert [step.step for step in of(compacted, CompactionStep)] == ["compact_history"]
+
+
+async def test_a_step_that_pays_back_within_the_calls_made_runs_while_the_cache_is_warm(
+    build: Build, anthropic_env: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """Payback: after many calls a step that frees most of what it rewrites runs warm; the same step
+    after a few calls (the session may end soon) waits."""
+    (tmp_path / "big.txt").write_text("a large file's line\n" * 1_000)  # ~20k chars
+    small = [tool_reply([(f"toolu_s{n}", "glob", {"pattern": "*.md"})]) for n in range(40)]
+    anthropic_env.script(*small, tool_reply([("toolu_big", "read_file", {"path": "big.txt"})]),
+                         tool_reply([("toolu_g", "glob", {"pattern": "*.txt"})]),
+                         tool_reply([("toolu_a", "read_file", {"path": "a.txt"})]), text_reply("done"))
+    limit = CompactionSettings(context_char_limit=32_000, keep_recent_results=1, micro_min_chars=50,
+                               fit_preview_chars=400, persisted_preview_chars=500, large_result_char_limit=25_000,
+                               snip_trigger_messages=500, snip_target_messages=300)
+    agent = build(compaction=limit)
+    events = await run(agent, "look around, then read big.txt and a.txt")
+    assert not of(events, CompactionHeld)
+    (step,) = fired(events)
+    assert step.step == "micro_compact" and step.cache_invalidated_tokens  # run warm: it rewrote the cache
+    assert step.break_even_calls is not None and step.break_even_calls <= len(agent.timeline)
+
+    few = build(compaction=replace(limit, context_char_limit=22_000))  # over it at the same point
+    anthropic_env.script(tool_reply([("toolu_big2", "read_file", {"path": "big.txt"})]),
+                         tool_reply([("toolu_g2", "glob", {"pattern": "*.txt"})]),
+                         tool_reply([("toolu_a2", "read_file", {"path": "a.txt"})]), text_reply("done"))
+    events = await run(few, "read big.txt and a.txt")
+    (held,) = of(events, CompactionHeld)  # the same step after two calls: it would not pay back yet
+    assert [held_step.step for held_step in held.steps] == ["micro_compact"]
+    assert not fired(events)
