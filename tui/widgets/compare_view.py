@@ -32,12 +32,24 @@ from core.text import visible
 from tui.format import one_line, plural, short_count
 
 ROWS = 3  # chart rows per engine
+COST = 7  # the cost column of `row_cells`
+COST_WIDTH = 6
 LEVELS = " ▁▂▃▄▅▆▇█"
 CUT = "▲"
 CHEAPEST = "bold $text-success on $success-muted"
 _BAR = "$primary"
 _BAR_CUT = "bold $success"
 _DIM = "dim"
+
+
+def cost_texts(costs: Sequence[float | None]) -> list[str]:
+    """Each engine's cost in USD, with the fewest decimals (2 to 6) at which costs that differ (to the
+    micro-dollar the record keeps) read differently: at cents, engines a few tenths of a cent apart
+    looked equal. "-" where no price is known."""
+    known = [cost for cost in costs if cost is not None]
+    distinct = len({round(cost, 6) for cost in known})
+    places = next((places for places in range(2, 7) if len({f"{cost:.{places}f}" for cost in known}) == distinct), 6)
+    return [f"{cost:.{places}f}" if cost is not None else "-" for cost in costs]
 
 
 def cheapest(engines: Sequence[dict[str, Any]]) -> list[str]:
@@ -48,7 +60,12 @@ def cheapest(engines: Sequence[dict[str, Any]]) -> list[str]:
 
 def table_content(data: dict[str, Any]) -> Content:
     """The table of `compare_text`, as Content: the same cells, the cheapest cost highlighted."""
-    header = " ".join(header_cells())
+    costs = dict(zip([row["engine"] for row in data["engines"]],
+                     cost_texts([row["cost"] for row in data["engines"]]), strict=True))
+    width = max([COST_WIDTH, *(len(text) for text in costs.values())])  # wider when more decimals need it
+    names = header_cells()
+    names[COST] = f"{'cost':>{width}}"
+    header = " ".join(names)
     parts: list[str | Content | tuple[str, str]] = []
     for line in heading_lines(data):  # already made visible (and cut to 80 columns after that)
         parts += [(line, _DIM), "\n"]
@@ -56,10 +73,11 @@ def table_content(data: dict[str, Any]) -> Content:
     best = cheapest(data["engines"])
     for row in data["engines"]:
         cells = row_cells(row)
+        cells[COST] = f"{costs[row['engine']]:>{width}}"  # as many decimals as tell the engines apart
         for index, cell in enumerate(cells):
             if index:
                 parts.append(" ")
-            if index == 7 and row["engine"] in best:  # the cost column
+            if index == COST and row["engine"] in best:
                 parts.append((cell, CHEAPEST))
             elif index == 0:
                 parts.append((visible(cell), "bold"))
@@ -67,8 +85,7 @@ def table_content(data: dict[str, Any]) -> Content:
                 parts.append(cell)
         parts.append("\n")
     if best:
-        cost = next(row["cost"] for row in data["engines"] if row["engine"] == best[0])
-        parts += [("cheapest: ", _DIM), (visible(", ".join(best)), "bold"), (f" (${cost:.2f})", _DIM), "\n"]
+        parts += [("cheapest: ", _DIM), (visible(", ".join(best)), "bold"), (f" (${costs[best[0]]})", _DIM), "\n"]
     else:
         parts += [(f"no price known for {visible(str(data.get('priced_as')))}: no cost", _DIM), "\n"]
     parts += [(visible("\n".join(NOTES)), _DIM)]

@@ -16,7 +16,7 @@ from core.engines.compare import compare_file
 from core.sessions.inspection import load_file, report
 from tests.support.pilot import wait_for
 from tui.inspect_app import InspectApp
-from tui.widgets.compare_view import CUT, CompareView, EngineTimeline
+from tui.widgets.compare_view import CUT, CompareView, EngineTimeline, cost_texts, table_content
 from tui.widgets.message_tree import MessageTree
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "engines"
@@ -57,7 +57,8 @@ async def test_one_row_and_one_timeline_per_engine_with_the_figures_of_compare(n
             for shown, figure in ((peak, "peak_tokens"), (mean, "mean_tokens"), (uncached, "input_tokens"),
                                   (read, "cache_read_tokens"), (write, "cache_write_tokens")):
                 assert abs(k(shown) - record[figure]) <= 50, (shown, figure, record[figure])
-            assert cost == f"{record['cost']:.2f}"
+            shown_costs = dict(zip(ENGINES, cost_texts([row["cost"] for row in expected["engines"]]), strict=True))
+            assert cost == shown_costs[record["engine"]] and abs(float(cost) - record["cost"]) < 0.005
             assert (int(summaries), int(lost)) == (record["summaries"], record["facts_not_visible"])
         cheapest = min(record["cost"] for record in expected["engines"])
         best = [record["engine"] for record in expected["engines"] if record["cost"] == cheapest]
@@ -129,3 +130,21 @@ async def test_a_hostile_session_shows_its_escapes_as_text(tmp_path: Path) -> No
         assert lines[1].startswith("model evil\\x1b]0;owned\\x07\\x1b[2J\\x1b[31mred, priced as")
         assert lines[0].endswith("ses\\x1b[2Jsion.jsonl")
         assert all(len(line) <= 80 for line in lines)
+
+
+def test_costs_that_differ_read_differently() -> None:
+    """At cents, engines a few tenths of a cent apart looked equal (issue 30, item 21)."""
+    assert cost_texts([0.0123, 0.0126, 0.0123]) == ["0.012", "0.013", "0.012"]
+    assert cost_texts([0.01234, 0.01238]) == ["0.0123", "0.0124"]
+    assert cost_texts([1.5, 2.25]) == ["1.50", "2.25"]  # cents tell them apart already
+    assert cost_texts([0.004, None]) == ["0.00", "-"]
+    data = {"file": "s.jsonl", "kind": "session", "model": "m", "priced_as": "m", "engines": [
+        {"engine": name, "calls": 3, "peak_tokens": 1_000, "mean_tokens": 900, "input_tokens": 100,
+         "cache_read_tokens": 2_000, "cache_write_tokens": 300, "cost": cost, "summaries": 0, "facts_not_visible": 0}
+        for name, cost in (("client", 0.01234), ("server-clear", 0.01238))]}
+    lines = str(table_content(data)).splitlines()
+    client, server = (next(line for line in lines if line.startswith(name)) for name in ("client", "server-clear"))
+    assert "0.0123" in client and "0.0124" in server
+    header = next(line for line in lines if line.startswith("engine"))
+    assert header.index("cost") + len("cost") == client.index("0.0123") + len("0.0123")  # the column lines up
+    assert "cheapest: client ($0.0123)" in lines
