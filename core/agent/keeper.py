@@ -52,7 +52,7 @@ from core.facts.ledger import Ledger
 from core.facts.rebuild import archived_facts
 from core.facts.review import review_summary
 from core.history.messages import USER_PIN_PREFIX, find_user_message, text_of, tool_result_ids, user_pin_key
-from core.history.sizes import dumps, estimate_chars, request_oversize
+from core.history.sizes import dumps, estimate_chars, request_chars, request_oversize
 from core.markers import kept_note
 from core.model.base import Retrying, SummaryUsage
 from core.text import one_line
@@ -399,7 +399,7 @@ class ContextKeeper:
         path = await self.archive.save_tool_result(name, text)
         preview = text[: self.compactor.settings.fit_preview_chars]
         return (
-            f"[My message is {len(text):,} chars long, too long for the context: it is saved whole at {path}. "
+            f"[My message is {request_chars(text):,} chars long, too long for the context: it is saved whole at {path}. "
             f"Read it with read_file (offset/limit) before answering.]\n\nIts beginning:\n{preview}"
         )
 

@@ -50,10 +50,16 @@ def dumps(value: Any) -> str:
         return json.dumps(value, default=str, ensure_ascii=False)
 
 
+def request_chars(request: str) -> int:
+    """The size of a request, the one figure every view gives for it: the chars its user message takes
+    in the context (its JSON, as `estimate_chars` counts it and the message tree labels it)."""
+    return message_chars({"role": "user", "content": request})
+
+
 def request_oversize(request: str, limit: int) -> int | None:
-    """The size of `request` as a message's content (JSON chars) when it alone is over `limit`, which
-    no compaction step can shrink; None when it fits."""
-    size = len(dumps(request))
+    """`request_chars(request)` when the request alone is over `limit`, which no compaction step can
+    shrink; None when it fits."""
+    size = request_chars(request)
     return size if size > limit else None
 
 

@@ -13,6 +13,7 @@ from core.compaction import CompactionSettings
 from core.config import Settings
 from core.events import CompactionStep, ErrorEvent, Notice, TurnFinished
 from core.history import pairing_problems
+from core.history.sizes import request_chars
 from core.markers import UNANSWERED_MARK
 from core.model.base import ModelError, ModelEvent, ModelResponse, TextChunk
 
@@ -112,7 +113,8 @@ async def test_a_request_larger_than_the_limit_is_said_once_and_logs_no_empty_st
     huge = "y" * 6_000
     events = await run(agent, huge)
     said = [e for e in events if isinstance(e, Notice | CompactionStep | ErrorEvent)]
-    assert len(said) == 1 and isinstance(said[0], Notice) and f"{len(huge) + 2:,} chars" in said[0].message
+    # its size as every view gives it: its message's chars in the context (core.history.sizes.request_chars)
+    assert len(said) == 1 and isinstance(said[0], Notice) and f"{request_chars(huge):,} chars" in said[0].message
     assert summaries == [] and model.calls == 1  # no summary asked for, one call for the reply
     assert agent.timeline[-1].steps == ()
     await agent.aclose()
