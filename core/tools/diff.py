@@ -45,5 +45,5 @@ def bounded_diff(old: str | None, new: str, shown: str) -> str:
     text = "".join(kept)
     if len(kept) < len(diff):
         more = diff[len(kept) :]
-        text += f"[... {len(more):,} more diff lines ({sum(map(len, more)):,} chars) not shown ...]\n"
+        text += f"[... {plural(len(more), 'more diff line')} ({sum(map(len, more)):,} chars) not shown ...]\n"
     return text

@@ -119,9 +119,11 @@ async def test_a_screenshot_that_cannot_be_saved_says_why(tmp_path: Path) -> Non
 # --- grammar ---------------------------------------------------------------------------------------
 
 COUNTED = re.compile(
-    r"\{[^{}!]+\}\s(?:more\s)?(?:messages|lines|results|matches|files|steps|calls|pins|sessions|compactions)\b"
+    r"\{[^{}!]+\}\s(?:more\s(?:\w+\s)?\w+s\b"
+    r"|(?:messages|lines|results|matches|files|steps|calls|pins|sessions|compactions|facts|constraints)\b)"
 )
-"""An f-string that puts a number straight before a plural noun ('{n} lines'): wrong when n is 1."""
+"""An f-string that puts a number straight before a plural noun ('{n} lines', '{n} more chars'): wrong
+when n is 1 (a cut that hides one char said "1 more chars")."""
 FORMATS = {
     "core/markers.py",  # the seed's marker format `[N messages archived at PATH]`, parsed back as it is written
 }
@@ -164,3 +166,12 @@ async def test_a_resumed_session_is_said_once(tmp_path: Path) -> None:
         said = [line.text for line in app.chat.query(NoticeLine) if "resumed" in line.text]
         assert len(said) == 1, said
     await resumed.aclose()
+
+
+def test_one_hidden_char_is_one_more_char() -> None:
+    from tui.widgets.chat_blocks import UserBlock
+    from tui.widgets.tool_block import PREVIEW_CHARS, _preview
+
+    assert "… 1 more char (1 line in all)" in str(UserBlock.shown("x" * (UserBlock.max_chars + 1)))
+    assert "… 1 more char not shown" in _preview("y" * (PREVIEW_CHARS + 1))
+    assert "… 2 more chars not shown" in _preview("y" * (PREVIEW_CHARS + 2))

@@ -83,7 +83,7 @@ class SummaryReviewScreen(ModalScreen[str | None]):
         parts: list[str | tuple[str, str]] = []
         if review.dropped:
             parts.append((f"⚠ it drops {len(review.dropped)} of the facts the model sees now "
-                          f"({len(review.dropped_constraints())} constraints):\n", "$text-warning bold"))
+                          f"({plural(len(review.dropped_constraints()), 'constraint')}):\n", "$text-warning bold"))
             parts += [(f"  {fact.kind}: {visible(one_line(fact.text, 100))}\n", "$text-warning")
                       for fact in review.dropped[:8]]
             if len(review.dropped) > 8:

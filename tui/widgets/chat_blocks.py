@@ -72,7 +72,7 @@ class UserBlock(Static):
             return Content(visible(text))
         rest = len(text) - len(head)
         return Content.assemble(
-            visible(head), (f"\n… {count(rest)} more chars ({plural(len(lines), 'line')} in all)", "dim italic")
+            visible(head), (f"\n… {plural(rest, 'more char')} ({plural(len(lines), 'line')} in all)", "dim italic")
         )
 
 

@@ -44,6 +44,7 @@ from core.history.categories import Breakdown
 from core.markers import parse_marker
 from core.usage.prices import Window
 from core.usage.timeline import ContextSample, TokenCount, session_cost
+from tui.format import plural
 from tui.screens.opening import ArchiveOpener
 from tui.screens.preview import LOSSY, preview_summary
 from tui.widgets.breakdown import BreakdownView
@@ -330,7 +331,8 @@ class Inspector(Vertical):
         line = preview_summary(steps) if steps else ""
         if preview.at_risk:  # before a summary: what only the summary could keep
             constraints = [fact for fact in preview.at_risk if fact.kind == "constraint"]
-            line += f" · ⚠ {len(preview.at_risk)} facts ({len(constraints)} constraints) only the summary could keep"
+            line += (f" · ⚠ {plural(len(preview.at_risk), 'fact')} ({plural(len(constraints), 'constraint')}) "
+                     "only the summary could keep")
         self.gauge.steering(paused=preview.paused, preview=line,
                             warning=any(step.step == LOSSY for step in steps))
         self.message_tree.set_marks(preview.pinned, preview.shortened)

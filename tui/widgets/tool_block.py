@@ -211,7 +211,7 @@ def input_preview(tool_input: dict[str, Any]) -> str:
         cut[key] = value
     shown = visible(json.dumps(cut, ensure_ascii=False, indent=2, default=str))
     if hidden:
-        shown += f"\n… {count(hidden)} more chars of input not shown (the whole call is in the inspector)"
+        shown += f"\n… {plural(hidden, 'more char')} of input not shown (the whole call is in the inspector)"
     return shown
 
 
@@ -227,5 +227,5 @@ def _preview(output: str) -> str:
     rest = len(output) - len(shown)
     text = visible(shown)
     if rest > 0:
-        text += f"\n… {count(rest)} more chars not shown (the full result is in the inspector)"
+        text += f"\n… {plural(rest, 'more char')} not shown (the full result is in the inspector)"
     return text
