@@ -175,3 +175,26 @@ def test_one_hidden_char_is_one_more_char() -> None:
     assert "… 1 more char (1 line in all)" in str(UserBlock.shown("x" * (UserBlock.max_chars + 1)))
     assert "… 1 more char not shown" in _preview("y" * (PREVIEW_CHARS + 1))
     assert "… 2 more chars not shown" in _preview("y" * (PREVIEW_CHARS + 2))
+
+
+async def test_after_an_undo_the_gauge_no_longer_says_the_step_saved(tmp_path: Path) -> None:
+    for number in range(3):
+        (tmp_path / f"big{number}.txt").write_text(f"{number} a line of a big file\n" * 300, encoding="utf-8")
+    agent = Agent.from_settings(Settings(workdir=tmp_path, offline=True))
+    app = CtxApp(agent)
+    async with app.run_test(size=(160, 48)) as pilot:
+        for number in range(3):
+            await send(pilot, app, f"read big{number}.txt")
+        done = app.turns_completed
+        await app.main.run_action("compact_now")
+        await settled(pilot, app, done + 1)
+        app.gauge.flush()
+        assert app.gauge.state.last_line.startswith("last: compact_history saved ")
+        await pilot.press("f3")
+        await wait_for(pilot, lambda: not agent.compactions)
+        await settled(pilot, app)
+        app.gauge.flush()
+        assert app.gauge.state.last_line == "last: compact_history undone"
+        assert app.gauge.state.short_last_line == "last: compact_history undone"
+        assert "compact_history saved" not in app.gauge.render().plain
+    await agent.aclose()

@@ -56,6 +56,8 @@ class GaugeState:
     """The figure dropped at the last compaction: a measurement repeating it is still the old call's."""
     offline: bool = False
     last_step: CompactionStep | None = None
+    undone: bool = False
+    """The last step was undone since (what it removed is back): "last:" says so, not what it saved."""
     fired: dict[str, int] = field(default_factory=dict)  # steps fired in the current/last turn
     totals: dict[str, int] = field(default_factory=dict)  # steps fired this session
     count: TokenCount | None = None
@@ -195,6 +197,8 @@ class GaugeState:
         step = self.last_step
         if step is None:
             return "last: -"
+        if self.undone:
+            return f"last: {step.step} undone"
         return f"last: {step.step} −{count(step.saved)}" if step.saved > 0 else f"last: {step.step}"
 
     @property
@@ -202,6 +206,8 @@ class GaugeState:
         step = self.last_step
         if step is None:
             return "last: no compaction yet"
+        if self.undone:
+            return f"last: {step.step} undone"
         if step.saved > 0:
             return f"last: {step.step} saved {count(step.saved)} chars"
         return f"last: {step.step} ({count(step.chars_before)} -> {count(step.chars_after)} chars)"
@@ -361,6 +367,7 @@ class ContextGauge(Widget):
             self.state.dropped_input = self.state.input_tokens
         self.state.input_tokens = None
         self.state.last_step = event
+        self.state.undone = False
         self.state.fired[event.step] = self.state.fired.get(event.step, 0) + 1
         self.state.totals[event.step] = self.state.totals.get(event.step, 0) + 1
         self._changed()
@@ -405,6 +412,11 @@ class ContextGauge(Widget):
 
     def turn_started(self) -> None:
         self.state.fired = {}
+        self._changed()
+
+    def undone(self) -> None:
+        """The last compaction was undone: its "last:" figure no longer holds."""
+        self.state.undone = self.state.last_step is not None
         self._changed()
 
     def reset(self) -> None:

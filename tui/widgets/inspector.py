@@ -231,6 +231,8 @@ class Inspector(Vertical):
         self.tracker.apply(event.changes)
         self.message_tree.push(event.changes, event.chars)
         self.gauge.history_changed(event.chars, event.length)
+        if event.reason == "undo":
+            self.gauge.undone()
         if not self.start.watched:
             self.dropped_view.apply(event.ledger)
             self.facts_view.apply(event.facts)
