@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from core.engines.edits import ServerEngine
+from core.engines.edits import CLEAR_THINKING, CLEAR_TOOL_USES, ServerEngine
 from core.engines.steps import server_steps
 from core.events import CompactionStep, Notice
 from core.model.base import ModelResponse
@@ -21,6 +21,11 @@ from core.model.base import ModelResponse
 if TYPE_CHECKING:
     from core.agent.economics import Economics
     from core.agent.keeper import ContextKeeper
+
+
+REPEATED_CLEARING = frozenset(f"server:{edit}" for edit in (CLEAR_TOOL_USES, CLEAR_THINKING))
+"""The API clears again, on every later call, what it cleared before: such a step that clears nothing
+new (no new ledger entry) is no step (no event, no timeline mark): it was said when it first cleared."""
 
 
 class EngineRunner:
@@ -42,8 +47,8 @@ class EngineRunner:
 
     def read(self, response: ModelResponse | None) -> list[CompactionStep]:
         """What the API did to the request just answered (call before its reply joins the history):
-        its steps, their ledger entries added to the agent's ledger (and the session log), and the
-        call's timeline sample marked with them."""
+        its steps that took something new, their ledger entries added to the agent's ledger (and the
+        session log), and the call's timeline sample marked with them."""
         if self.engine is None or response is None:
             return []
         conversation = self.keeper.conversation
@@ -51,6 +56,7 @@ class EngineRunner:
                  for entry in self.keeper.ledger.entries if entry.step.startswith("server:")}
         steps = server_steps(self.engine, response.context_management, response.content, conversation.history,
                              conversation.chars, conversation.session_file(), known, response.iterations)
+        steps = [step for step in steps if step.ledger or step.step not in REPEATED_CLEARING]
         if not steps:
             return []
         call = len(self.economics.timeline.samples)
