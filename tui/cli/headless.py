@@ -109,6 +109,14 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False, output
     stream = output_format == "stream-json"
     limit = settings.compaction.context_char_limit
     records: list[dict[str, Any]] = []
+    # failures printed on stderr as they happened (a failed reactive compaction): not printed again
+    # when the turn ends with one of them as its error
+    said: set[str] = set()
+
+    def say_error(error: str) -> None:
+        if error not in said:
+            said.add(error)
+            print_err(f"ctxtui: {error}")
 
     def emit(record: dict[str, Any]) -> None:
         if stream:
@@ -121,11 +129,11 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False, output
             if text or error is None:
                 _write_line(sys.stdout, visible(text))
             if error is not None:
-                print_err(f"ctxtui: {error}")
+                say_error(error)
             return code
         result = {"type": "result", "text": text, "exit_code": code, "error": error, "usage": usage or {}}
         if error is not None:
-            print_err(f"ctxtui: {error}")
+            say_error(error)
         if stream:
             emit(result)
         else:
@@ -167,7 +175,7 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False, output
                 emit(record)
             if isinstance(event, ErrorEvent):
                 if event.kind == "compaction":
-                    print_err(f"ctxtui: {event.message}")
+                    say_error(event.message)
                 else:
                     error_text = event.message
             elif isinstance(event, Notice) and (verbose or event.kind in ("session", "warning")):
