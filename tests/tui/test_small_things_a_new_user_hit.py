@@ -198,3 +198,26 @@ async def test_after_an_undo_the_gauge_no_longer_says_the_step_saved(tmp_path: P
         assert app.gauge.state.short_last_line == "last: compact_history undone"
         assert "compact_history saved" not in app.gauge.render().plain
     await agent.aclose()
+
+
+@pytest.mark.parametrize("size", [(40, 12), (56, 24)])
+async def test_a_narrow_terminal_stacks_the_inspector_below_the_chat(tmp_path: Path, size: tuple[int, int]) -> None:
+    """At 40x12, showing the tree (ctrl+t) squeezed the chat to 8 columns beside it: below the width
+    where both fit side by side, the inspector goes under the chat, each as wide as the terminal."""
+    agent = make_agent(tmp_path)
+    app = CtxApp(agent)
+    async with app.run_test(size=size) as pilot:
+        await send(pilot, app, "read one.txt")
+        await pilot.press("ctrl+t")
+        await wait_for(pilot, lambda: app.message_tree.has_focus)
+        await pilot.pause()
+        chat, inspector, tree = app.chat.region, app.main.inspector.region, app.message_tree.region
+        assert chat.width == inspector.width == size[0], (chat, inspector)
+        assert inspector.y >= chat.bottom  # below it, not beside it
+        assert tree.height >= 2 and app.chat.input.region.height >= 3  # some of the tree, all of the prompt
+        assert "f8" not in {key for key, active in app.screen.active_bindings.items() if active.binding.show}
+        await pilot.press("ctrl+t")  # back to the prompt; widen the terminal: side by side again
+        await pilot.resize_terminal(120, 40)
+        await wait_for(pilot, lambda: app.main.inspector.region.x > 0)
+        assert app.chat.region.width >= 30
+    await agent.aclose()

@@ -59,6 +59,9 @@ NARROW_WIDTH = 110
 SHORT_HEIGHT = 34
 MIN_INSPECTOR = 28
 MIN_CHAT = 30
+STACK_WIDTH = MIN_CHAT + MIN_INSPECTOR
+"""Below this width the chat and the inspector do not fit side by side: the inspector, when shown, goes
+under the chat (at 40 columns, beside it, it left the chat 8)."""
 
 
 class DemoScript(Protocol):
@@ -75,6 +78,8 @@ class MainScreen(Screen[None]):
     busy: reactive[bool] = reactive(False)
     inspector_visible: reactive[bool] = reactive(True)
     inspector_width: reactive[int] = reactive(60)
+    stacked: reactive[bool] = reactive(False)
+    """The inspector is under the chat, as wide as the terminal (narrower than `STACK_WIDTH`)."""
 
     def __init__(self, agent: Agent | Launch) -> None:
         super().__init__(id="main-screen")
@@ -217,17 +222,27 @@ class MainScreen(Screen[None]):
         visible_now = self._inspector_choice if self._inspector_choice is not None else width >= NARROW_WIDTH
         preferred = self._width_choice if self._width_choice is not None else max(int(width * 0.4), 36)
         self.inspector_width = max(MIN_INSPECTOR, min(preferred, max(width - MIN_CHAT, MIN_INSPECTOR)))
+        self.stacked = width < STACK_WIDTH
         self.inspector_visible = visible_now
 
     def watch_inspector_visible(self, shown: bool) -> None:
         self.inspector.display = shown
-        self.query_one("#mini-gauge").display = not shown
+        self.query_one("#mini-gauge").display = not shown or self.stacked
         if not shown and self.message_tree.has_focus:
             self.chat.input.focus()
         self.refresh_bindings()
 
     def watch_inspector_width(self, width: int) -> None:
-        self.inspector.styles.width = width
+        if not self.stacked:
+            self.inspector.styles.width = width
+
+    def watch_stacked(self, stacked: bool) -> None:
+        """Under the chat (app.tcss: `-stacked`) the inspector takes the terminal's width and leaves its
+        rows to the tree (the one-line gauge stays), and f8/f9 go."""
+        self.set_class(stacked, "-stacked")
+        self.inspector.styles.width = None if stacked else self.inspector_width
+        self.query_one("#mini-gauge").display = stacked or not self.inspector_visible
+        self.refresh_bindings()
 
     def watch_busy(self, busy: bool) -> None:
         self.chat.set_busy(busy, self._activity)
@@ -393,6 +408,8 @@ class MainScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in actions.BY_NAME and self.app.screen is not self:
             return False  # a dialog is up: the footer below it shows none of these keys
+        if action == "resize_inspector" and self.stacked:
+            return False  # under the chat it is as wide as the terminal
         return actions.availability(action, self)
 
     def on_screen_suspend(self) -> None:
@@ -406,7 +423,7 @@ class MainScreen(Screen[None]):
         self.layout_for(self.size)
 
     def action_resize_inspector(self, delta: int) -> None:
-        if not self.inspector_visible:
+        if not self.inspector_visible or self.stacked:
             return
         self._width_choice = self.inspector_width + delta
         self.layout_for(self.size)
