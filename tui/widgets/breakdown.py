@@ -83,7 +83,10 @@ class BreakdownView(Widget):
         height: auto;
         padding: 0 1;
         & > #breakdown-bar { height: 1; }
-        & > #breakdown-table { height: auto; max-height: 24; border: none; background: transparent; padding: 0; }
+        & > #breakdown-table {
+            height: auto; max-height: 24; border: none; background: transparent; padding: 0;
+            text-wrap: nowrap; text-overflow: ellipsis;  /* one line a row, whatever the label */
+        }
     }
     """
 

@@ -46,6 +46,8 @@ class DroppedView(OptionList):
         background: transparent;
         border: none;
         padding: 0 1;
+        text-wrap: nowrap;  /* one line an item, whatever its label */
+        text-overflow: ellipsis;
     }
     """
 

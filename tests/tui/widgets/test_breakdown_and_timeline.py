@@ -229,3 +229,18 @@ async def test_timeline_marks_a_cache_miss_and_names_its_cause_when_the_sample_h
         view.select(2)
         await pilot.pause()
         assert "cache miss" not in "\n".join(str(line) for line in view.detail_lines())
+
+
+async def test_every_breakdown_row_is_one_line_at_any_width() -> None:
+    """A label of several lines, or one longer than the view, wrapped its row onto a second line (issue
+    30, item 21): each row is one line, cut with an ellipsis."""
+    history = [{"role": "user", "content": "first line of the message\nsecond line " + "word " * 40},
+               {"role": "assistant", "content": "ok\nfine"}]
+    app = BreakdownApp()
+    async with app.run_test(size=(60, 40)) as pilot:
+        view = app.query_one(BreakdownView)
+        view.follow(Breakdown(history), tokens=100)
+        await pilot.pause()
+        table = view.query_one("#breakdown-table", OptionList)
+        assert table.virtual_size.height == table.option_count
+        assert any(row.startswith("    #1 ") and "second line" in row for row in rows(table))
