@@ -26,15 +26,16 @@ from core.archive import Archive
 from core.compaction import Compactor
 from core.compaction.run import Outcome
 from core.config import Settings
+from core.engines.blocks import is_compaction
 from core.engines.edits import ServerEngine
 from core.engines.policies import clear_candidates, result_of, seen_from
-from core.engines.pricing import Bill, Memo, PrefixCache
+from core.engines.pricing import Bill, Memo, PrefixCache, Running, same_prefix
 from core.engines.sources import Recorded
 from core.events import CompactionStep
 from core.facts.extract import facts_of
 from core.facts.index import escaped
 from core.history.messages import current_request
-from core.history.sizes import dumps, estimate_chars
+from core.history.sizes import dumps, estimate_chars, list_chars
 from core.history.tokens import TokenCounter
 from core.model.offline import OfflineModel
 from core.text import visible
@@ -94,6 +95,12 @@ class Replay:
         price = price_for(model)
         self.run.priced = price is not None
         self.cache = PrefixCache(counter, price, settings.cache_ttl, memo)
+        self._tokens = Running(self.cache.memo.tokens)
+        self._chars = Running(lambda message: len(self.cache.memo.text(message)))  # what each call sends
+        self._history_chars = Running(lambda message: len(self.cache.memo.text(message)))
+        self._cleared: dict[int, tuple[Message, tuple[int, ...], Message]] = {}
+        self._request_items: list[Message] = []
+        self._request = ""
         self.run.bill = self.cache.bill
         self.history: list[Message] = []
         self.offline = OfflineModel()
@@ -110,11 +117,22 @@ class Replay:
         self.cache.charge(Usage(input_tokens=self.cache.tokens_of(text), output_tokens=self.cache.tokens_of(summary)))
         return summary
 
+    def request(self) -> str:
+        """`current_request(self.history)`, reading only what was added since the last time when
+        nothing before it changed."""
+        kept = same_prefix(self._request_items, self.history)
+        if kept < len(self._request_items) or not self._request_items:
+            self._request = current_request(self.history)
+        else:
+            newer = current_request(self.history[kept:])
+            self._request = newer or self._request
+        self._request_items = list(self.history)
+        return self._request
+
     async def prepare(self, number: int, hold: bool, masking: bool = False) -> None:
         """The client pipeline on the history (only tool_result_budget with `hold`; with `masking`,
         tool_result_budget and micro_compact only)."""
-        await self._apply(number, self.compactor.prepare_events(
-            self.history, current_request(self.history), hold, masking))
+        await self._apply(number, self.compactor.prepare_events(self.history, self.request(), hold, masking))
 
     async def compact_tool(self, number: int, reply: Message | None) -> None:
         """The compact tool, as the agent runs it once its results are in: compact_history now."""
@@ -148,21 +166,36 @@ class Replay:
             return False  # a cold cache is written again whatever the steps do: they cost nothing extra
         if self.ceiling and self.tokens(self.history) >= self.ceiling:
             return False
-        steps = await self.compactor.dry_run(self.history, current_request(self.history))
+        steps = await self.compactor.dry_run(self.history, self.request())
         changes = [step for step in steps if step.step != "tool_result_budget" and step.saved > 0]
         if not changes:
             return True  # nothing but the summary (or nothing) would run: it waits for the ceiling
         first = min((step.changed_at[0] for step in changes if step.changed_at is not None), default=0)
         cached = max(0, self.cache.cached_messages())
         invalidated = sum(self.cache.tokens_of(message) for message in self.history[first:cached])
-        chars = self.cache.memo.chars(self.history)
+        chars = list_chars_of(self._history_chars.sums(self.history))
         saved = sum(step.saved for step in changes) * (self.tokens(self.history) / chars if chars else 0.25)
         write, read = multipliers(self.cache.price, self.settings.cache_ttl)
         return not pays_back(invalidated, saved, expected_calls(number - 1), write, read)
 
+    def cleared_copy(self, message: Message, positions: tuple[int, ...]) -> Message:
+        """`message` with the results at `positions` cleared: the same copy every call that clears the
+        same (so the next request shares it, by identity, with the last)."""
+        found = self._cleared.get(id(message))
+        if found is not None and found[0] is message and found[1] == positions:
+            return found[2]
+        content = list(message["content"])
+        for position in positions:
+            content[position] = {**content[position], "content": CLEARED}
+        copy = {**message, "content": content}
+        self._cleared[id(message)] = (message, positions, copy)
+        return copy
+
     def tokens(self, messages: Sequence[Message]) -> int:
-        return sum(self.cache.tokens_of(text) for text in
-                   self.cache.elements(self.recorded.system, self.recorded.tools, messages))
+        """The tokens of a request sending `messages` (its tools and system included)."""
+        memo = self.cache.memo
+        return memo.tokens(list(self.recorded.tools)) + memo.tokens(self.recorded.system) + \
+            self._tokens.total(messages)
 
     def at(self, number: int) -> float | None:
         """When call `number` (1-based) was made, as the recording says (None: not recorded)."""
@@ -171,7 +204,7 @@ class Replay:
 
     def send(self, number: int, messages: Sequence[Message], reply: Message | None) -> None:
         """A call's request (what the model reads) priced, with its recorded reply as output."""
-        self.run.chars.append(self.cache.memo.chars(messages))
+        self.run.chars.append(list_chars_of(self._chars.sums(messages)))
         self.cache.request(self.recorded.system, self.recorded.tools, messages, self.output(reply),
                            at=self.at(number))
         if self.observe is not None:
@@ -220,11 +253,12 @@ def cleared_view(replay: Replay, engine: ServerEngine, messages: list[Message]) 
     freed = sum(replay.cache.tokens_of(messages[i]["content"][j].get("content", "")) for i, j in found)
     if not found or freed < engine.clear_at_least_tokens:
         return messages
-    view = list(messages)
+    positions: dict[int, list[int]] = {}
     for index, position in found:
-        content = list(view[index]["content"])
-        content[position] = {**content[position], "content": CLEARED}
-        view[index] = {**view[index], "content": content}
+        positions.setdefault(index, []).append(position)
+    view = list(messages)
+    for index, cleared in positions.items():
+        view[index] = replay.cleared_copy(messages[index], tuple(cleared))
     return view
 
 
@@ -233,16 +267,98 @@ def _cleared_count(messages: Sequence[Message]) -> int:
                for block in message["content"] if isinstance(block, dict) and block.get("content") == CLEARED)
 
 
+class ClearedView:
+    """server-clear's view of the replay's history, kept up to date call by call: the same as
+    `cleared_view`, at a cost per call of what the history gained (the history only grows, but for
+    tool_result_budget's copy of its last message), not of its length."""
+
+    def __init__(self, replay: Replay, engine: ServerEngine) -> None:
+        self.replay, self.engine = replay, engine
+        self.items: list[Message] = []  # the history as last seen
+        self.uses: list[tuple[int, str, str]] = []  # (message index, tool_use id, tool name), oldest first
+        self.results: dict[str, tuple[int, int]] = {}  # tool_use id -> (message, block) of its result
+        self.view: list[Message] | None = None  # the cleared view of `items` (None: nothing cleared)
+        self.compacted = False  # a compaction block came: the general rule from then on
+        self.found: dict[int, list[int]] = {}  # message index -> positions of the results cleared there
+        self.freed = 0  # tokens of those results
+        self.counted = 0  # the uses (oldest first) already weighed
+
+    @property
+    def cleared(self) -> int:
+        """How many results the view clears."""
+        return sum(map(len, self.found.values())) if self.view is not None else 0
+
+    def _scan(self, start: int, before: int) -> None:
+        """Forget what was read of messages from `start` on (of `before` read) and read them again."""
+        if start < before:
+            self.uses = [use for use in self.uses if use[0] < start]
+            self.results = {key: where for key, where in self.results.items() if where[0] < start}
+        for index in range(start, len(self.items)):
+            message = self.items[index]
+            content = message.get("content")
+            if not isinstance(content, list):
+                continue
+            self.compacted = self.compacted or any(is_compaction(block) for block in content)
+            if message.get("role") == "assistant":
+                self.uses.extend((index, str(block.get("id")), str(block.get("name"))) for block in content
+                                 if isinstance(block, dict) and block.get("type") == "tool_use")
+            else:
+                for position, block in enumerate(content):
+                    if isinstance(block, dict) and block.get("type") == "tool_result":
+                        self.results.setdefault(str(block.get("tool_use_id")), (index, position))
+
+    def __call__(self, messages: list[Message]) -> list[Message]:
+        kept = same_prefix(self.items, messages)
+        if kept < len(self.items):  # a message was replaced: count what is cleared again from the start
+            self.found, self.freed, self.counted = {}, 0, 0
+        before = len(self.items)
+        self.items = list(messages)
+        self._scan(kept, before)
+        if self.compacted:  # the server reads from the newest compaction block on: the general rule
+            self.view = None
+            return cleared_view(self.replay, self.engine, messages)
+        if self.view is not None:
+            del self.view[kept:]
+        engine = self.engine
+        if self.replay.tokens(messages) < engine.clear_trigger_tokens:
+            self.view = None
+            return messages
+        older = max(0, len(self.uses) - engine.clear_keep_tool_uses)
+        changed: set[int] = set()
+        for index, use_id, name in self.uses[self.counted:older]:  # the uses that became clearable
+            where = self.results.get(use_id)
+            if name in engine.clear_exclude_tools or where is None or where[0] != index + 1:
+                continue
+            block = messages[where[0]]["content"][where[1]]
+            if block.get("content") == CLEARED:
+                continue
+            self.found.setdefault(where[0], []).append(where[1])
+            self.freed += self.replay.cache.tokens_of(block.get("content", ""))
+            changed.add(where[0])
+        self.counted = max(self.counted, older)
+        if not self.found or self.freed < engine.clear_at_least_tokens:
+            self.view = None
+            return messages
+        if self.view is None:
+            self.view, changed = [], set(self.found)
+        view = self.view
+        view.extend(messages[len(view):])
+        for index in changed | {index for index in self.found if index >= kept}:
+            view[index] = self.replay.cleared_copy(messages[index], tuple(self.found[index]))
+        return list(view)
+
+
 async def _server_clear(replay: Replay, engine: ServerEngine) -> list[Message]:
     view: list[Message] = []
     cleared = 0
+    clear = ClearedView(replay, engine)
     for number, call in enumerate(replay.recorded.calls, 1):
         replay.history.extend(call.added)
         await replay.prepare(number, True)
-        view = cleared_view(replay, engine, replay.history)
+        view = clear(replay.history)
         if view is not replay.history and (not replay.run.cuts or replay.run.cuts[-1] != number):
             replay.run.cuts.append(number)
-        now = _cleared_count(view) if view is not replay.history else 0
+        now = (_cleared_count(view) if clear.compacted else clear.cleared) if view is not replay.history else 0
         if now > cleared:  # a step is a call at which the server cleared results it had not cleared before
             replay.run.steps[CLEAR_STEP] = replay.run.steps.get(CLEAR_STEP, 0) + 1
         cleared = now
@@ -308,6 +424,11 @@ async def run_engine(name: str, replay: Replay) -> list[Message]:
 
 Progress = Callable[[int, int], None]
 """Told (calls replayed, calls to replay) as a replay goes (a bar on stderr for a long one)."""
+
+
+def list_chars_of(sums: Sequence[int]) -> int:
+    """`estimate_chars` of a list whose messages' JSON lengths run to `sums`."""
+    return list_chars([sums[-1]] if sums else [], len(sums))
 
 
 def _ticker(progress: Progress | None, base: int, total: int) -> Observer | None:

@@ -14,8 +14,10 @@ request), and a `Memo` can be shared by every engine replaying the same calls.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import takewhile
+from operator import is_
 from typing import Any
 
 from core.history.sizes import dumps, list_chars
@@ -64,16 +66,49 @@ class Memo:
             self._by_id[id(value)] = found
         return found[1]
 
-    def chars(self, messages: Sequence[Any]) -> int:
-        """`estimate_chars(messages)`, from each message's memoised JSON."""
-        return list_chars([len(self.text(message)) for message in messages], len(messages))
-
     def tokens(self, value: Any) -> int:
         text = self.text(value)
         count = self._tokens.get(text)
         if count is None:
             count = self._tokens[text] = self.counter.count_text(text)
         return count
+
+    def chars(self, messages: Sequence[Any]) -> int:
+        """`estimate_chars(messages)`, from each message's memoised JSON."""
+        return list_chars([len(self.text(message)) for message in messages], len(messages))
+
+
+def same_prefix(before: Sequence[Any], now: Sequence[Any]) -> int:
+    """How many leading items of `now` are the very objects `before` holds there (compared in C)."""
+    if all(map(is_, before, now)):  # the usual case, checked at C speed
+        return min(len(before), len(now))
+    return len(list(takewhile(bool, map(is_, before, now))))
+
+
+class Running:
+    """Running sums of a per-message figure over a list that changes little from one call to the
+    next: the sums of the messages the last list shares (by identity) are reused, so a call costs
+    what changed, not the whole list again."""
+
+    def __init__(self, figure: Callable[[Any], int]) -> None:
+        self.figure = figure
+        self._items: list[Any] = []
+        self._sums: list[int] = []
+
+    def sums(self, messages: Sequence[Any]) -> list[int]:
+        """The running sums of `messages` (`sums[i]`: messages 0..i)."""
+        kept = same_prefix(self._items, messages)
+        sums = self._sums[:kept]
+        total = sums[-1] if sums else 0
+        for message in messages[kept:]:
+            total += self.figure(message)
+            sums.append(total)
+        self._items, self._sums = list(messages), sums
+        return sums
+
+    def total(self, messages: Sequence[Any]) -> int:
+        sums = self.sums(messages)
+        return sums[-1] if sums else 0
 
 
 class PrefixCache:
@@ -85,7 +120,9 @@ class PrefixCache:
         self.ttl = ttl
         self.bill = Bill()
         self.memo = memo or Memo(counter)
-        self._previous: list[str] = []
+        self._tokens = Running(self.memo.tokens)
+        self._head: tuple[str, str] | None = None  # the cached request's tools and system (None: nothing cached)
+        self._messages: list[Any] = []  # the cached request's messages
         self._expires: float | None = None
 
     def tokens_of(self, value: Any) -> int:
@@ -98,31 +135,41 @@ class PrefixCache:
                 *(text(message) for message in messages)]
 
     def cached_messages(self) -> int:
-        """How many messages the previous request cached (its elements after tools and system)."""
-        return max(0, len(self._previous) - 2)
+        """How many messages the previous request cached."""
+        return len(self._messages) if self._head is not None else 0
 
     def warm(self, at: float | None) -> bool:
         """The cache still holds the previous request's prefix at time `at` (None: no clock, warm)."""
-        return bool(self._previous) and (at is None or self._expires is None or at <= self._expires)
+        return self._head is not None and (at is None or self._expires is None or at <= self._expires)
+
+    def _shared(self, messages: Sequence[Any]) -> int:
+        """The leading messages of a request the cached one holds: the same objects, then equal texts."""
+        shared = same_prefix(self._messages, messages)
+        text = self.memo.text
+        while shared < min(len(self._messages), len(messages)) \
+                and text(self._messages[shared]) == text(messages[shared]):
+            shared += 1
+        return shared
 
     def request(self, system: Any, tools: Sequence[Any], messages: Sequence[Any], output: int = 0,
                 sampled: bool = True, at: float | None = None) -> int:
         """One request (an iteration of a call) at time `at`: what it reads from the cache and writes,
         priced with `output` tokens; returns the tokens it sent. `sampled`: a call's own size (not a
         compaction's)."""
-        elements = self.elements(system, tools, messages)
-        sizes = [self.memo.tokens(text) for text in elements]
-        total = sum(sizes)
-        shared = 0
-        if self.warm(at):
-            for before, now in zip(self._previous, elements, strict=False):
-                if before is not now and before != now:
-                    break
-                shared += 1
-        read = sum(sizes[:shared])
+        head = (self.memo.text(tools if isinstance(tools, list) else list(tools)), self.memo.text(system))
+        head_tokens = self.memo.tokens(head[0]) + self.memo.tokens(head[1])
+        sums = self._tokens.sums(messages)
+        total = head_tokens + (sums[-1] if sums else 0)
+        read = 0
+        if self.warm(at) and self._head == head:
+            shared = self._shared(messages)
+            read = head_tokens + (sums[shared - 1] if shared else 0)
         usage = Usage(input_tokens=total, output_tokens=output) if total < MIN_CACHEABLE else \
             Usage(input_tokens=0, output_tokens=output, cache_read_tokens=read, cache_creation_tokens=total - read)
-        self._previous = elements if total >= MIN_CACHEABLE else []
+        if total >= MIN_CACHEABLE:
+            self._head, self._messages = head, list(messages)
+        else:
+            self._head, self._messages = None, []
         if at is not None:
             self._expires = at + TTL_SECONDS.get(self.ttl, 300.0)
         self.charge(usage)
