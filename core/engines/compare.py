@@ -122,9 +122,9 @@ class Replay:
         nothing before it changed."""
         kept = same_prefix(self._request_items, self.history)
         if kept < len(self._request_items) or not self._request_items:
-            self._request = current_request(self.history)
+            self._request = request_of(self.history)
         else:
-            newer = current_request(self.history[kept:])
+            newer = request_of(self.history[kept:])
             self._request = newer or self._request
         self._request_items = list(self.history)
         return self._request
@@ -424,6 +424,20 @@ async def run_engine(name: str, replay: Replay) -> list[Message]:
 
 Progress = Callable[[int, int], None]
 """Told (calls replayed, calls to replay) as a replay goes (a bar on stderr for a long one)."""
+
+
+def request_of(messages: Sequence[Message]) -> str:
+    """The current request, as the agent knows it (`current_request`); in another agent's trajectory,
+    where the person's turn is a list of text blocks, the newest such turn's text."""
+    found = current_request(messages)
+    if found:
+        return found
+    for message in reversed(messages):
+        content = message.get("content")
+        if message.get("role") == "user" and isinstance(content, list) and content and all(
+                isinstance(block, dict) and block.get("type") == "text" for block in content):
+            return "\n".join(str(block.get("text", "")) for block in content)
+    return ""
 
 
 def list_chars_of(sums: Sequence[int]) -> int:

@@ -349,7 +349,6 @@ def summarise(records: Sequence[dict[str, Any]], engines: Sequence[str], seed: i
         "trajectories": len(records), "calls": sum(record["calls"] for record in records), "engines": out,
         "per_trajectory": [{"file": record["file"], "calls": record["calls"], "engines": {
             name: {key: record["engines"][name][key]
-                   for key in ("input_chars", "billed_input_tokens", "cost_usd", "peak_tokens", "removed",
-                               "referenced_later")}
+                   for key in ("input_chars", "billed_input_tokens", "cost_usd", "peak_tokens")}
             for name in engines}} for record in records],
     }
