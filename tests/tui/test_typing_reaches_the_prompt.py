@@ -107,3 +107,16 @@ async def test_the_trees_own_keys_still_work_when_nothing_is_being_typed(tmp_pat
         await wait_for(pilot, lambda: node.is_expanded)
         assert tree.has_focus and app.chat.input.text == ""
     await agent.aclose()
+
+
+async def test_a_paste_into_the_prompt_is_inserted_once(tmp_path: Path) -> None:
+    """The prompt takes its own paste; the screen, which takes the pastes no widget took, adds nothing."""
+    agent = Agent.from_settings(Settings(workdir=tmp_path, offline=True))
+    app = CtxApp(agent)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.chat.input.has_focus)
+        burst(app, "a ", events.Paste("pasted"), " b")
+        await wait_for(pilot, lambda: app.chat.input.text.endswith("b"))
+        await pilot.pause()
+        assert app.chat.input.text == "a pasted b"
+    await agent.aclose()
