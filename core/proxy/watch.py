@@ -96,6 +96,25 @@ class _Placed:
     notes: tuple[str, ...] = ()
 
 
+
+def canonical(value: Any) -> Any:
+    """A system prompt or message content as its conversation is known by, whatever the client's
+    spelling: a string is its one text block, and cache breakpoints (which clients move from call to
+    call) are left out, so the same first message as a string or as blocks is one conversation."""
+    if isinstance(value, str):
+        return [{"type": "text", "text": value}]
+    if isinstance(value, list):
+        return [_without_breakpoints(item) for item in value]
+    return value
+
+
+def _without_breakpoints(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_breakpoints(item) for key, item in value.items() if key != "cache_control"}
+    if isinstance(value, list):
+        return [_without_breakpoints(item) for item in value]
+    return value
+
 class Watch:
     """Turns exchanges into calls, records them (unless `recorder` is None) and publishes events."""
 
@@ -269,8 +288,8 @@ class Watch:
         """
         first = next((message for message in messages if isinstance(message, dict)
                       and message.get("role") == "user"), None)
-        system_key = digest(system)
-        key = digest([system, first])[:12]
+        system_key = digest(canonical(system))
+        key = digest([canonical(system), canonical(first.get("content") if first is not None else None)])[:12]
         known = self._by_key.get(key)
         if known is not None:
             return known, False, key

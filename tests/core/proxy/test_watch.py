@@ -32,6 +32,24 @@ async def test_conversations_are_keyed_by_system_prompt_and_first_message(tmp_pa
     assert watch.conversations[0].latest is last
 
 
+async def test_the_first_message_as_a_string_or_as_blocks_with_a_breakpoint_is_one_conversation(
+    tmp_path: Path,
+) -> None:
+    """Clients respell the same request from call to call: content as a string or as one text block, a
+    cache breakpoint added to the first message or the system prompt; it stays one conversation."""
+    watch = Watch(Recorder(tmp_path))
+    drive = Driver(watch)
+    drive.call(body(turn("fix the bug"), system="You are a coding agent."))
+    blocks = [{"role": "user", "content": [{"type": "text", "text": "fix the bug",
+                                             "cache_control": {"type": "ephemeral"}}]},
+              {"role": "assistant", "content": "done"}, {"role": "user", "content": "thanks"}]
+    system = [{"type": "text", "text": "You are a coding agent.", "cache_control": {"type": "ephemeral"}}]
+    drive.call(body(blocks, system=system))
+    drive.call(body(turn("fix the bug"), system="You are a coding agent, version 2"))
+    await watch.aclose()
+    assert [(call.conversation, call.turn) for call in watch.calls] == [(1, 1), (1, 2), (2, 1)]
+
+
 async def test_a_compacted_history_continues_the_conversation_that_wrote_its_summary(tmp_path: Path) -> None:
     watch = Watch(Recorder(tmp_path))
     drive = Driver(watch)
