@@ -274,6 +274,10 @@ class NextCallPreview:
     """When the next call would summarise: the visible facts only the summary could keep (constraints
     first): neither the request nor anything pinned holds them."""
 
+    server: str | None = None
+    """Under a server engine, what the API does to the request on its side (`steps` is then what the
+    client runs: tool_result_budget only); None for the client engine."""
+
     @property
     def fired(self) -> tuple[StepName, ...]:
         """The steps that would change the history (a summary always would), each once, in order."""

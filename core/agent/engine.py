@@ -45,6 +45,16 @@ class EngineRunner:
         """The client pipeline runs tool_result_budget only (a server engine is in force)."""
         return self.engine is not None
 
+    def forecast(self) -> str | None:
+        """What the API does to the next request on its side, in a line (None for the client engine)."""
+        engine = self.engine
+        if engine is None:
+            return None
+        if engine.kind == "server-clear":
+            return (f"the API clears old tool results (all but the newest {engine.clear_keep_tool_uses}) once a "
+                    f"request reaches {engine.clear_trigger_tokens:,} input tokens")
+        return f"the API compacts the conversation once a request reaches {engine.compact_trigger_tokens:,} input tokens"
+
     def read(self, response: ModelResponse | None) -> list[CompactionStep]:
         """What the API did to the request just answered (call before its reply joins the history):
         its steps that took something new, their ledger entries added to the agent's ledger (and the

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from core.agent.conversation import Conversation
@@ -82,7 +83,7 @@ class ContextMeter:
         steps, held = await self.next_steps() if self.keeper.auto_compact else ([], None)
         if busy():
             return None
-        return self.keeper.next_call(steps, held, self.economics.timing)
+        return replace(self.keeper.next_call(steps, held, self.economics.timing), server=self.engine.forecast())
 
     async def plan(self, request: str) -> tuple[bool, CompactionHeld | None]:
         """What the next prepare holds back: (hold, held). `hold`: only tool_result_budget runs, under

@@ -31,3 +31,7 @@ async def test_in_the_app_the_gauge_the_tree_and_f4_say_the_same(
         await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
         assert isinstance(app.screen, PreviewScreen)
         assert not names(app.screen.steps) & set(CLIENT_STEPS)
+        server = "the API compacts the conversation once a request reaches 50,000 input tokens"
+        await wait_for(pilot, lambda: bool(app.screen.query("#preview-server")))
+        assert server in str(app.screen.query_one("#preview-server").render())
+        assert server in app.gauge.preview_line

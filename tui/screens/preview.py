@@ -84,9 +84,12 @@ class PreviewScreen(ModalScreen[None]):
     ]
 
     def __init__(self, steps: Sequence[CompactionStep], *, chars: int, limit: int, paused: bool,
-                 timing: str | None = None, held: Sequence[CompactionStep] = (), at_risk: Sequence[Fact] = ()) -> None:
+                 timing: str | None = None, held: Sequence[CompactionStep] = (), at_risk: Sequence[Fact] = (),
+                 server: str | None = None) -> None:
         super().__init__()
         self.steps = list(steps)
+        self.server = server
+        """Under a server engine: what the API does on its side (the steps are the client's: tool_result_budget)."""
         self.timing = timing
         self.held = list(held)
         """Cache-aware timing: the steps that wait for the cache (not run by the next call while it is warm)."""
@@ -110,8 +113,13 @@ class PreviewScreen(ModalScreen[None]):
                                + "; ".join(visible(" ".join(step_lines(step))) for step in self.held))
                 yield Static(Content(timing), classes="dialog--text")
             with VerticalScroll(id="preview-steps"):
+                if self.server is not None:
+                    yield Static(Content(f"A server engine is in force: the client runs tool_result_budget only, "
+                                         f"and {self.server}."), id="preview-server")
                 if not self.steps:
-                    yield Static(Content("No step would fire: the next call sends the history as it is."))
+                    yield Static(Content("No client step would fire: the next call sends the history as it is."
+                                         if self.server is not None else
+                                         "No step would fire: the next call sends the history as it is."))
                 for step in self.steps:
                     text = "\n".join(step_lines(step))
                     yield Static(Content(visible(text)), classes="preview--step" + (" -lossy" if step.step == LOSSY else ""))

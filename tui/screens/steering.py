@@ -219,7 +219,8 @@ class Steering:
         await self.host.app.push_screen(PreviewScreen(
             steps, chars=self.agent.chars, limit=self.agent.compactor.settings.context_char_limit,
             paused=not self.agent.auto_compact, timing=forecast.timing if forecast is not None else None,
-            held=forecast.held if forecast is not None else (), at_risk=forecast.at_risk if forecast is not None else ()))
+            held=forecast.held if forecast is not None else (), at_risk=forecast.at_risk if forecast is not None else (),
+            server=forecast.server if forecast is not None else None))
 
     def review_compact(self, focus: str | None) -> None:
         """Summary first: draft it, show it for review (accept / edit / cancel), compact with that text."""

@@ -331,6 +331,8 @@ class Inspector(Vertical):
         self.preview = preview
         steps = preview.steps
         line = preview_summary(steps) if steps else ""
+        if preview.server:  # a server engine: what the API does on its side too
+            line = f"{line} · {preview.server}" if line else f"next call: {preview.server}"
         if preview.at_risk:  # before a summary: what only the summary could keep
             constraints = [fact for fact in preview.at_risk if fact.kind == "constraint"]
             line += (f" · ⚠ {plural(len(preview.at_risk), 'fact')} ({plural(len(constraints), 'constraint')}) "

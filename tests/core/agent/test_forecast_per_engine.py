@@ -72,6 +72,10 @@ async def test_under_a_server_engine_the_forecast_names_only_what_the_client_run
     assert preview.fired == () and preview.shortened == frozenset()
     assert not names(await agent.preview()) & set(CLIENT_STEPS)  # f4's preview
     assert await agent.recompact_warning() is None
+    # and what the API does on its side
+    assert preview.server == ("the API clears old tool results (all but the newest 3) once a request reaches "
+                              "3,000 input tokens" if engine == "server-clear" else
+                              "the API compacts the conversation once a request reaches 50,000 input tokens")
 
 
 async def test_under_the_client_engine_the_same_history_forecasts_the_pipeline(
@@ -81,5 +85,5 @@ async def test_under_the_client_engine_the_same_history_forecasts_the_pipeline(
     agent.auto_compact = True
     preview = await forecast(agent)
     assert {"micro_compact", "fit_tool_results"} & set(preview.fired)
-    assert preview.shortened
+    assert preview.shortened and preview.server is None
 
