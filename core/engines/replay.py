@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from core.config import Settings
+from core.engines import REPLAY_ENGINES
 from core.engines.anchors import AnchorIndex, ResultAnchors, analyse, result_blocks
 from core.engines.compare import Replay, run_engine
 from core.engines.pricing import Memo
@@ -34,7 +35,7 @@ from core.history.tokens import TokenCounter
 from core.jsonlines import parse_json
 
 Message = dict[str, Any]
-ENGINES = ("none", "client", "client-cache-aware", "masking", "server-clear", "server-compact")
+ENGINES = REPLAY_ENGINES
 DEFAULT_GAP = 30.0  # seconds between calls where the file has no times
 SUFFIXES = (".json", ".jsonl", ".traj", ".json.gz", ".jsonl.gz", ".traj.gz")
 BOOTSTRAP = 1_000

@@ -13,14 +13,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from core.text import visible
+from core.text import plural, visible
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
 def add_replay_parser(commands: Any) -> None:
     """The `replay` sub-command's flags."""
-    from core.engines.replay import ENGINES
+    from core.engines import REPLAY_ENGINES as ENGINES
 
     replay = commands.add_parser(
         "replay", help="replay real agent trajectories through every engine: what each saves and loses",
@@ -45,7 +45,7 @@ def add_replay_parser(commands: Any) -> None:
 
 def parse_engines(text: str) -> list[str]:
     """The engines named in `text`, in the order given; ValueError (one line) for an unknown one."""
-    from core.engines.replay import ENGINES
+    from core.engines import REPLAY_ENGINES as ENGINES
 
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in ENGINES]
@@ -125,7 +125,8 @@ def table(data: dict[str, Any]) -> str:
     """The replay as a table for people: one row per engine, then what the columns mean."""
     header = (f"{'engine':<19}{'billed in':>10}{'saved vs none [95% CI]':>25}{'cost $':>9}{'peak':>8}"
               f"{'mean':>8}{'regret':>15}{'anchors kept/rec/lost':>24}  steps")
-    lines = [f"{data['trajectories']} trajectories, {data['calls']:,} calls", header, "-" * len(header)]
+    lines = [f"{plural(data['trajectories'], 'trajectory', 'trajectories')}, {plural(data['calls'], 'call')}",
+             header, "-" * len(header)]
     for name, row in data["engines"].items():
         saved = row["saved_vs_none"]
         share = f"{saved['share'] * 100:+.1f}% [{saved['ci95'][0] * 100:+.1f}, {saved['ci95'][1] * 100:+.1f}]" \
