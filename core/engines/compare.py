@@ -506,11 +506,33 @@ def heading_lines(data: dict[str, Any]) -> list[str]:
             visible(f"model {data['model']}, priced as {data['priced_as']}; tokens, k = 1,000; USD")[:80]]
 
 
+COST = 7  # the cost column's place in COLUMNS
+COST_WIDTH = 6
+
+
+def cost_texts(costs: Sequence[float | None]) -> list[str]:
+    """Each engine's cost in USD, with the fewest decimals (2 to 6) at which costs that differ (to the
+    micro-dollar the record keeps) read differently: at cents, engines a few tenths of a cent apart
+    looked equal. "-" where no price is known."""
+    known = [cost for cost in costs if cost is not None]
+    distinct = len({round(cost, 6) for cost in known})
+    places = next((places for places in range(2, 7) if len({f"{cost:.{places}f}" for cost in known}) == distinct), 6)
+    return [f"{cost:.{places}f}" if cost is not None else "-" for cost in costs]
+
+
 def compare_text(data: dict[str, Any]) -> str:
-    """The comparison as a table of at most 80 columns: one row per engine."""
-    header = " ".join(header_cells())
+    """The comparison as a table (80 columns while the costs need at most four decimals): one row per
+    engine, each cost with as many decimals as tell the engines apart."""
+    costs = cost_texts([row["cost"] for row in data["engines"]])
+    width = max([COST_WIDTH, *(len(text) for text in costs)])
+    names = header_cells()
+    names[COST] = f"{'cost':>{width}}"
+    header = " ".join(names)
     lines = [*heading_lines(data), header, "-" * len(header)]
-    lines.extend(" ".join(row_cells(row)) for row in data["engines"])
+    for row, cost in zip(data["engines"], costs, strict=True):
+        cells = row_cells(row)
+        cells[COST] = f"{cost:>{width}}"
+        lines.append(" ".join(cells))
     lines.extend(NOTES)
     return "\n".join(lines)
 

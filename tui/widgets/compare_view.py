@@ -27,29 +27,26 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from core.config import Settings
-from core.engines.compare import NOTES, compare_file, header_cells, heading_lines, row_cells
+from core.engines.compare import (
+    COST,
+    COST_WIDTH,
+    NOTES,
+    compare_file,
+    cost_texts,
+    header_cells,
+    heading_lines,
+    row_cells,
+)
 from core.text import visible
 from tui.format import one_line, plural, short_count
 
 ROWS = 3  # chart rows per engine
-COST = 7  # the cost column of `row_cells`
-COST_WIDTH = 6
 LEVELS = " ▁▂▃▄▅▆▇█"
 CUT = "▲"
 CHEAPEST = "bold $text-success on $success-muted"
 _BAR = "$primary"
 _BAR_CUT = "bold $success"
 _DIM = "dim"
-
-
-def cost_texts(costs: Sequence[float | None]) -> list[str]:
-    """Each engine's cost in USD, with the fewest decimals (2 to 6) at which costs that differ (to the
-    micro-dollar the record keeps) read differently: at cents, engines a few tenths of a cent apart
-    looked equal. "-" where no price is known."""
-    known = [cost for cost in costs if cost is not None]
-    distinct = len({round(cost, 6) for cost in known})
-    places = next((places for places in range(2, 7) if len({f"{cost:.{places}f}" for cost in known}) == distinct), 6)
-    return [f"{cost:.{places}f}" if cost is not None else "-" for cost in costs]
 
 
 def cheapest(engines: Sequence[dict[str, Any]]) -> list[str]:
