@@ -1,4 +1,4 @@
-"""Running the real `ctxtui` command as a subprocess, with or without an API key."""
+"""Running the real `ctxtui` command, as a subprocess (with or without an API key) or in this process."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.support.fakeapi import FakeAnthropicServer
 
@@ -37,3 +38,21 @@ def ctxtui(*args: str, env: dict[str, str] | None = None, timeout: float = 30) -
 
 def api_env(server: FakeAnthropicServer, key: str = "test-key-not-real") -> dict[str, str]:
     return env_without_key(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY=key)
+
+
+def clean_cli_env(config_home: Path, monkeypatch: Any) -> None:
+    """No config file, no CTXTUI_* or ANTHROPIC_* variable of the person running the tests reaches an
+    in-process `main([...])`."""
+    for name in list(os.environ):
+        if name.startswith(("CTXTUI_", "ANTHROPIC_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config_home))
+
+
+def run_main(capsys: Any, *args: str) -> tuple[int, str, str]:
+    """`ctxtui ARGS` in this process: the exit code, stdout and stderr."""
+    from tui.cli import main
+
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err

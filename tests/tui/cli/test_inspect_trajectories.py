@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core.trajectories import read_trajectory
-from tests.support.cli import ctxtui, env_without_key
-from tui.cli import main
+from tests.support.cli import clean_cli_env, ctxtui, env_without_key, run_main
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "trajectories" / "swe-agent"
 NAMES = sorted(path.name for path in FIXTURES.glob("*.traj.json.gz"))
@@ -25,16 +23,11 @@ FACT_KEYS = {"kind", "text", "source", "visible", "path"}
 
 @pytest.fixture(autouse=True)
 def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith(("CTXTUI_", "ANTHROPIC_")):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    clean_cli_env(tmp_path / "config", monkeypatch)
 
 
 def inspect(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(["inspect", *args])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_main(capsys, "inspect", *args)
 
 
 def inspect_json(capsys: pytest.CaptureFixture[str], path: Path, *flags: str) -> dict[str, Any]:

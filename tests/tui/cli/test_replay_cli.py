@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 
 from core.trajectories import read_trajectory
-from tests.support.cli import ctxtui, env_without_key
-from tui.cli import main
+from tests.support.cli import clean_cli_env, ctxtui, env_without_key, run_main
 from tui.cli.replay import Progress
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "trajectories" / "swe-agent"
@@ -29,19 +28,11 @@ PER_ENGINE_KEYS = {"input_chars", "billed_input_tokens", "cost_usd", "peak_token
 
 @pytest.fixture(autouse=True)
 def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No config file, no CTXTUI_* or ANTHROPIC_* variable reaches the command."""
-    import os
-
-    for name in list(os.environ):
-        if name.startswith(("CTXTUI_", "ANTHROPIC_")):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    clean_cli_env(tmp_path / "config", monkeypatch)
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(["replay", *args])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_main(capsys, "replay", *args)
 
 
 def replay_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
