@@ -165,9 +165,10 @@ async def test_the_archive_still_writes_and_records_in_a_plain_workdir(work: Pat
 
 def test_the_proxy_recorder_does_not_write_through_a_symlinked_state_dir(work: Path, outside: Path) -> None:
     from core.proxy.record import Recorder, RecordError
+    from core.proxy.redact import NO_SECRETS
 
     link(work, ".ctxtui", outside)
     with pytest.raises(RecordError) as caught:
-        Recorder(work).write("20260101-000000-000-abcdef", {"type": "proxy_request"}, [], first=True)
+        Recorder(work).write("20260101-000000-000-abcdef", {"type": "proxy_request"}, NO_SECRETS, first=True)
     assert ".ctxtui is a symlink" in str(caught.value) and "\n" not in str(caught.value)
     assert everything_in(outside) == ["sessions", "tool-results"]
