@@ -89,13 +89,13 @@ class GatedStream(Response):
         events = fixed_reply(chunks=3).stream_events(exchange.body)
         exchange.start_stream()
         name, data = events[0]
+        self.sent.append(name)  # before it goes out: the client may read it before this thread runs on
         exchange.send_event(name, data)
-        self.sent.append(name)
         if not self.release.wait(10):
             self.waited_in_vain = True
         for name, data in events[1:]:
-            exchange.send_event(name, data)
             self.sent.append(name)
+            exchange.send_event(name, data)
         exchange.end_stream()
 
 
