@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from core.trajectories import Trajectory, TrajectoryError, atif, parse_file, read_trajectory
+from core.trajectories import Trajectory, TrajectoryError, atif, parse_file
 from tests.core.trajectories.trajectory_files import (
     assert_valid,
     damaged,
     outcome,
+    read_as,
     real,
     tool_pairs,
     write,
@@ -27,10 +28,7 @@ LINEAR = "terminus_2_hello-world-context-summarization-linear-history.trajectory
 
 
 def read(path: Path) -> Trajectory:
-    trajectory = read_trajectory(path)
-    assert trajectory is not None and trajectory.format == "atif"
-    assert_valid(trajectory)
-    return trajectory
+    return read_as(path, "atif")
 
 
 def document(*steps: dict[str, Any], **fields: Any) -> dict[str, Any]:

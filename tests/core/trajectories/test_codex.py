@@ -8,11 +8,12 @@ import random
 from pathlib import Path
 from typing import Any
 
-from core.trajectories import Trajectory, codex, parse_file, read_trajectory
+from core.trajectories import Trajectory, codex, parse_file
 from tests.core.trajectories.trajectory_files import (
     assert_valid,
     damaged,
     outcome,
+    read_as,
     real,
     tool_pairs,
     write,
@@ -22,10 +23,7 @@ ROLLOUT = "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.json
 
 
 def read(path: Path) -> Trajectory:
-    trajectory = read_trajectory(path)
-    assert trajectory is not None and trajectory.format == "codex"
-    assert_valid(trajectory)
-    return trajectory
+    return read_as(path, "codex")
 
 
 def line(kind: str, payload: dict[str, Any], second: int = 0) -> dict[str, Any]:

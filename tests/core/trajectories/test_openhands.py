@@ -11,12 +11,13 @@ import random
 from pathlib import Path
 from typing import Any
 
-from core.trajectories import Trajectory, openhands, parse_file, read_trajectory
+from core.trajectories import Trajectory, openhands, parse_file
 from tests.core.trajectories.trajectory_files import (
     TRAJECTORIES,
     assert_valid,
     damaged,
     outcome,
+    read_as,
     real,
     tool_pairs,
     write,
@@ -28,10 +29,7 @@ CHAT = "basic_interactions.json"
 
 
 def read(path: Path) -> Trajectory:
-    trajectory = read_trajectory(path)
-    assert trajectory is not None and trajectory.format == "openhands"
-    assert_valid(trajectory)
-    return trajectory
+    return read_as(path, "openhands")
 
 
 def response(response_id: str, text: str | None, *calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:

@@ -118,3 +118,11 @@ def assert_valid(trajectory: Trajectory) -> None:
                    if block["type"] == "tool_result"]
         assert sorted(answers) == sorted(uses), f"message {index}: calls {uses} answered by {answers}"
     assert len(trajectory.times) == trajectory.calls
+
+
+def read_as(path: Path, kind: str) -> Trajectory:
+    """The file read as a trajectory of `kind` (its reader claimed it) with a valid history."""
+    trajectory = read_trajectory(path)
+    assert trajectory is not None and trajectory.format == kind, path
+    assert_valid(trajectory)
+    return trajectory
