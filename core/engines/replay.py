@@ -21,7 +21,6 @@ import random
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +128,7 @@ def archive_anchors(scratch: Path, index: AnchorIndex) -> set[str]:
 
     found: set[str] = set()
     results = scratch / ".task_outputs" / "tool-results"
-    for path in sorted(results.glob("*")) if results.is_dir() else []:
+    for path in sorted(results.glob("[!.]*")) if results.is_dir() else []:  # not the manifest
         found |= anchors_of_text(path.read_text(encoding="utf-8", errors="replace"))
     transcripts = scratch / ".transcripts"
     for path in sorted(transcripts.glob("*.jsonl")) if transcripts.is_dir() else []:
@@ -279,16 +278,6 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-@dataclass
-class Totals:
-    """One engine's figures added over trajectories."""
-
-    values: dict[str, float] = field(default_factory=dict)
-    steps: dict[str, int] = field(default_factory=dict)
-    anchors: dict[str, int] = field(default_factory=lambda: {"kept": 0, "recoverable": 0, "lost": 0})
-    priced: bool = True
 
 
 SUMMED = ("calls", "input_chars", "input_tokens", "billed_input_tokens", "cost_usd", "sum_tokens", "removed",
