@@ -122,11 +122,13 @@ def _tokens(value: float) -> str:
 
 
 def table(data: dict[str, Any]) -> str:
-    """The replay as a table for people: one row per engine, then what the columns mean."""
+    """The replay as a table for people (under 120 columns): one row per engine, the steps each fired
+    below it, then what the columns mean."""
     header = (f"{'engine':<19}{'billed in':>10}{'saved vs none [95% CI]':>25}{'cost $':>9}{'peak':>8}"
-              f"{'mean':>8}{'regret':>15}{'anchors kept/rec/lost':>24}  steps")
+              f"{'mean':>8}{'regret':>15}{'anchors kept/rec/lost':>24}")
     lines = [f"{plural(data['trajectories'], 'trajectory', 'trajectories')}, {plural(data['calls'], 'call')}",
              header, "-" * len(header)]
+    fired = []
     for name, row in data["engines"].items():
         saved = row["saved_vs_none"]
         share = f"{saved['share'] * 100:+.1f}% [{saved['ci95'][0] * 100:+.1f}, {saved['ci95'][1] * 100:+.1f}]" \
@@ -136,11 +138,13 @@ def table(data: dict[str, Any]) -> str:
             if regret["removed"] else "0/0"
         anchors = row["anchors"]
         cost = f"{row['cost_usd']:.2f}" if row["cost_usd"] is not None else "-"
-        steps = ", ".join(f"{step.removeprefix('server:')} {count}" for step, count in row["steps"].items()) or "-"
         where = f"{anchors['kept']}/{anchors['recoverable']}/{anchors['lost']}"
         lines.append(f"{name:<19}{_tokens(row['billed_input_tokens']):>10}{share:>25}{cost:>9}"
-                     f"{_tokens(row['peak_tokens']):>8}{_tokens(row['mean_tokens']):>8}{regret_text:>15}"
-                     f"{where:>24}  {steps}")
+                     f"{_tokens(row['peak_tokens']):>8}{_tokens(row['mean_tokens']):>8}{regret_text:>15}{where:>24}")
+        if row["steps"]:
+            steps = ", ".join(f"{step.removeprefix('server:')} {count}" for step, count in row["steps"].items())
+            fired.append(f"  {name + ':':<20}{steps}")
+    lines += ["steps (calls before which each saved something):", *(fired or ["  none fired"])]
     lines += [
         "billed in: input tokens at the cache's prices (uncached + 1.25 x writes + 0.1 x reads, 5-minute TTL);",
         "saved: 1 - billed / billed(none), 95% interval over 1,000 bootstrap resamples of the trajectories;",
