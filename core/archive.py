@@ -51,6 +51,7 @@ MANIFEST_NAME = ".manifest"  # no .jsonl or .txt suffix: globs for archive files
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_ID_CHARS = 80
 
+
 def _stamp() -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{os.getpid()}"
 
@@ -127,7 +128,9 @@ class Archive:
             return await asyncio.to_thread(self._save_batch_sync, items)
         except OSError as error:
             self._ready_dirs.discard(self.tool_results_dir)
-            raise ArchiveError(f"cannot write archive files in {TOOL_RESULTS_DIR}: {error_line(error)}") from error
+            raise ArchiveError(
+                f"cannot write archive files in {TOOL_RESULTS_DIR}: {error_line(error)}"
+            ) from error
 
     def _save_batch_sync(self, items: list[tuple[str, str]]) -> list[str]:
         """Store each item, then record the batch in the manifest with one append (an OSError ends it).
@@ -152,7 +155,9 @@ class Archive:
                         break
                 else:
                     self._manifest.record(stored)
-                    raise ArchiveError(f"cannot archive tool result {tool_use_id!r}: name collision at {folder / name}")
+                    raise ArchiveError(
+                        f"cannot archive tool result {tool_use_id!r}: name collision at {folder / name}"
+                    )
         finally:
             os.close(dir_fd)
         self._manifest.record(stored)
@@ -167,7 +172,9 @@ class Archive:
         clobber each other.
         """
         temp = f".{name}.{os.getpid()}.{next(self._counter)}.tmp"
-        handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW, PRIVATE_FILE_MODE, dir_fd=dir_fd)
+        handle = os.open(
+            temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW, PRIVATE_FILE_MODE, dir_fd=dir_fd
+        )
         try:
             try:
                 _, failed = _write_fully(handle, data)
@@ -199,7 +206,9 @@ class Archive:
             return await asyncio.to_thread(self._save_transcript_sync, messages)
         except OSError as error:
             self._ready_dirs.discard(self.transcripts_dir)
-            raise ArchiveError(f"cannot archive a transcript in {TRANSCRIPTS_DIR}: {error_line(error)}") from error
+            raise ArchiveError(
+                f"cannot archive a transcript in {TRANSCRIPTS_DIR}: {error_line(error)}"
+            ) from error
 
     def _save_transcript_sync(self, messages: Sequence[Any]) -> SavedTranscript:
         """Write, name and record a transcript (in a worker thread; raises OSError or ArchiveError).
@@ -232,7 +241,9 @@ class Archive:
         try:
             await asyncio.to_thread(make_private_dir, folder, self.workdir)
         except OSError as error:
-            raise ArchiveError(f"cannot create archive directory {self.relative(folder)}: {error_line(error)}") from error
+            raise ArchiveError(
+                f"cannot create archive directory {self.relative(folder)}: {error_line(error)}"
+            ) from error
         if not self._root_is_plain(folder):
             raise ArchiveError(
                 f"refusing to write in {self.relative(folder)}: the archive directory leads out of the workdir"
@@ -325,15 +336,19 @@ class Archive:
             if not stat.S_ISREG(info.st_mode):
                 raise ArchiveError(f"refusing to open {found.path!r}: not a regular file")
             if info.st_size > max_bytes:
-                raise ArchiveError(f"{found.path} is {info.st_size:,} bytes, more than the {max_bytes:,} "
-                                   "that could fit in the context: not read")
+                raise ArchiveError(
+                    f"{found.path} is {info.st_size:,} bytes, more than the {max_bytes:,} "
+                    "that could fit in the context: not read"
+                )
             data = handle.read(max_bytes + 1)
         if len(data) > max_bytes:
             raise ArchiveError(f"{found.path} grew past {max_bytes:,} bytes while it was read")
         ids = self._manifest.ids_for(found.absolute, hashlib.sha256(data).hexdigest(), len(data))
         if ids is None:
-            raise ArchiveError(f"refusing to restore {found.path}: the archive's manifest does not vouch for it "
-                               "(ctxtui did not write it, or it was changed since)")
+            raise ArchiveError(
+                f"refusing to restore {found.path}: the archive's manifest does not vouch for it "
+                "(ctxtui did not write it, or it was changed since)"
+            )
         return data.decode("utf-8", errors="replace"), ids
 
     async def read_text(self, path: str) -> str:
@@ -411,9 +426,13 @@ class _Manifest:
         with self._lock:
             for folder, entries in by_folder.items():
                 self._load(folder)
-                lines = [json.dumps({"name": name, "sha256": digest, "tool_use_id": tool_use_id, "bytes": size},
-                                    ensure_ascii=True).encode("ascii")
-                         for name, digest, tool_use_id, size in entries]
+                lines = [
+                    json.dumps(
+                        {"name": name, "sha256": digest, "tool_use_id": tool_use_id, "bytes": size},
+                        ensure_ascii=True,
+                    ).encode("ascii")
+                    for name, digest, tool_use_id, size in entries
+                ]
                 manifest = folder / MANIFEST_NAME
                 handle = os.open(manifest, os.O_RDWR | os.O_APPEND | os.O_CREAT | NO_FOLLOW, 0o600)
                 try:
@@ -495,7 +514,11 @@ class _Manifest:
             length = entry.get("bytes")
             if not (type(length) is int and length >= 0):
                 length = None
-            if isinstance(name, str) and isinstance(digest, str) and (tool_use_id is None or isinstance(tool_use_id, str)):
+            if (
+                isinstance(name, str)
+                and isinstance(digest, str)
+                and (tool_use_id is None or isinstance(tool_use_id, str))
+            ):
                 self._add(folder, name, digest, tool_use_id, length)
         self._loaded_size[folder] = size
 
@@ -524,7 +547,9 @@ def _write_jsonl(temp: Path, messages: Sequence[Any]) -> tuple[str, tuple[int, .
         for start in range(0, len(messages), _WRITE_BATCH):
             lines = [dumps(message) for message in messages[start : start + _WRITE_BATCH]]
             sizes += map(len, lines)
-            encoded = [line.encode("utf-8", "surrogatepass") for line in lines]  # faster than encoding the join
+            encoded = [
+                line.encode("utf-8", "surrogatepass") for line in lines
+            ]  # faster than encoding the join
             encoded.append(b"")
             data = b"\n".join(encoded)
             digest.update(data)
@@ -607,5 +632,3 @@ def _place_at(dir_fd: int, temp: str, name: str, digest: str) -> bool:
         raise
     with open(handle, "rb") as existing:
         return hashlib.file_digest(existing, "sha256").hexdigest() == digest
-
-

@@ -63,7 +63,7 @@ def client_marker(text: Any, *, in_tool_result: bool = False) -> ClientMarker | 
     if not isinstance(text, str):
         return None
     if text.startswith(CC_SUMMARY_PREFIX):
-        return ClientMarker("compaction_summary", CLAUDE_CODE, summary=text[len(CC_SUMMARY_PREFIX):].strip())
+        return ClientMarker("compaction_summary", CLAUDE_CODE, summary=text[len(CC_SUMMARY_PREFIX) :].strip())
     stripped = text.strip()
     if stripped == CC_CLEARED_RESULT:
         return ClientMarker("cleared_tool_result", CLAUDE_CODE) if in_tool_result else None

@@ -71,16 +71,24 @@ class Settings:
     undo_depth: int = 20  # compactions undo can reverse, newest first (each keeps the history before it)
     cache_ttl: Literal["5m", "1h"] = "5m"  # the prompt cache's TTL (cache_control ttl)
     compaction_timing: Literal["eager", "cache-aware"] = "eager"
-    cache_ceiling_tokens: int = 0  # cache-aware: waiting steps run at this request size (0: 80% of the window)
+    cache_ceiling_tokens: int = (
+        0  # cache-aware: waiting steps run at this request size (0: 80% of the window)
+    )
     thinking: Literal["off", "adaptive"] = "adaptive"
-    engine: Literal["client", "server-clear", "server-compact"] = "client"  # who manages the context (core/engines/)
+    engine: Literal["client", "server-clear", "server-compact"] = (
+        "client"  # who manages the context (core/engines/)
+    )
     clear_trigger_tokens: int = 100_000  # server-clear: clear once the request reaches this many input tokens
     clear_keep_tool_uses: int = 3  # server-clear: the newest tool uses kept
     clear_at_least_tokens: int = 0  # server-clear: clear only when at least this many tokens go (0: not sent)
     clear_exclude_tools: str = ""  # server-clear: tool names (comma-separated) whose uses are never cleared
     clear_tool_inputs: bool = False  # server-clear: clear the tool_use inputs too
-    clear_thinking_keep: int = 1  # server-clear with thinking: assistant turns whose thinking is kept (0: all)
-    compact_trigger_tokens: int = 150_000  # server-compact: compact once the request reaches this many input tokens
+    clear_thinking_keep: int = (
+        1  # server-clear with thinking: assistant turns whose thinking is kept (0: all)
+    )
+    compact_trigger_tokens: int = (
+        150_000  # server-compact: compact once the request reaches this many input tokens
+    )
     compact_instructions: str = ""  # server-compact: instructions for the server's summary (empty: its own)
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     # `ctxtui proxy`'s bounds (core/proxy/limits.py): what one exchange may hold in memory and on disk
@@ -114,14 +122,14 @@ TOP_LEVEL_HELP: dict[str, str] = {
     "summary_instructions": "text added to every summary request",
     "auto_compact": "false starts with automatic compaction paused (reactive compaction still guards the API)",
     "undo_depth": "how many compactions undo can reverse, newest first (each keeps the history from before it)",
-    "cache_ttl": "the prompt cache's TTL, \"5m\" or \"1h\" (1h writes cost 2x input instead of 1.25x)",
-    "compaction_timing": "\"eager\" (every step before every call) or \"cache-aware\" (steps that would break "
-                         "a warm cached prefix wait for it to go cold, the ceiling, or a compact)",
+    "cache_ttl": 'the prompt cache\'s TTL, "5m" or "1h" (1h writes cost 2x input instead of 1.25x)',
+    "compaction_timing": '"eager" (every step before every call) or "cache-aware" (steps that would break '
+    "a warm cached prefix wait for it to go cold, the ceiling, or a compact)",
     "cache_ceiling_tokens": "cache-aware: the request size in tokens at which waiting steps run anyway "
-                            "(0: 80% of the model's window)",
-    "thinking": "\"adaptive\" (where the Models API says the model supports it) or \"off\"",
-    "engine": "who manages the context: \"client\" (this pipeline), \"server-clear\" (the API clears old tool "
-              "results) or \"server-compact\" (the API compacts)",
+    "(0: 80% of the model's window)",
+    "thinking": '"adaptive" (where the Models API says the model supports it) or "off"',
+    "engine": 'who manages the context: "client" (this pipeline), "server-clear" (the API clears old tool '
+    'results) or "server-compact" (the API compacts)',
     "clear_trigger_tokens": "server-clear: the request's input tokens at which the API clears old tool results",
     "clear_keep_tool_uses": "server-clear: how many of the newest tool uses the API keeps",
     "clear_at_least_tokens": "server-clear: the API clears only when at least this many tokens go (0: not sent)",
@@ -132,9 +140,9 @@ TOP_LEVEL_HELP: dict[str, str] = {
     "compact_instructions": "server-compact: instructions for the API's summary (empty: the API's own prompt)",
     "proxy_request_limit": "ctxtui proxy: bytes of a request body as sent; a larger one is refused with a 413",
     "proxy_body_limit": "ctxtui proxy: bytes of a request body recorded, once inflated; a larger one is forwarded "
-                        "as sent and recorded without its body",
+    "as sent and recorded without its body",
     "proxy_reply_limit": "ctxtui proxy: bytes of a reply kept for the recording and the live view; past it the "
-                         "client still gets every byte and the recording says where it was cut",
+    "client still gets every byte and the recording says where it was cut",
 }
 TOP_LEVEL_FIELDS: tuple[str, ...] = tuple(TOP_LEVEL_HELP)
 COMPACTION_FIELDS: tuple[str, ...] = tuple(item.name for item in fields(CompactionSettings))
@@ -157,12 +165,14 @@ def _models() -> tuple[Any, Any]:
     strict_config = ConfigDict(extra="forbid")
     hints = get_type_hints(CompactionSettings)
     compaction = create_model(  # type: ignore[call-overload]
-        "CompactionConfig", __config__=strict_config,
+        "CompactionConfig",
+        __config__=strict_config,
         **{name: (hints[name] | None, None) for name in COMPACTION_FIELDS},
     )
     top_hints = get_type_hints(Settings)
     top = create_model(  # type: ignore[call-overload]
-        "FileConfig", __config__=strict_config,
+        "FileConfig",
+        __config__=strict_config,
         compaction=(compaction | None, None),
         **{name: (top_hints[name] | None, None) for name in TOP_LEVEL_FIELDS},
     )
@@ -195,8 +205,10 @@ def _unknown_key_hint(key: tuple[str, ...]) -> str:
         return did_you_mean(name, COMPACTION_FIELDS) + f" (known: {', '.join(COMPACTION_FIELDS)})"
     if name in COMPACTION_FIELDS:
         return " (it is a compaction setting: put it under [compaction])"
-    return did_you_mean(name, (*TOP_LEVEL_FIELDS, "compaction")) + \
-        f" (known: {', '.join(TOP_LEVEL_FIELDS)}, [compaction])"
+    return (
+        did_you_mean(name, (*TOP_LEVEL_FIELDS, "compaction"))
+        + f" (known: {', '.join(TOP_LEVEL_FIELDS)}, [compaction])"
+    )
 
 
 class ConfigError(ValueError):
@@ -243,8 +255,10 @@ def _exact_scalar(kind: Any, value: Any) -> Any:
 def _field_types() -> tuple[dict[str, Any], dict[str, Any]]:
     """(top-level field -> type, compaction field -> type) of the configurable keys."""
     top_hints, compaction_hints = get_type_hints(Settings), get_type_hints(CompactionSettings)
-    return ({name: top_hints[name] for name in TOP_LEVEL_FIELDS},
-            {name: compaction_hints[name] for name in COMPACTION_FIELDS})
+    return (
+        {name: top_hints[name] for name in TOP_LEVEL_FIELDS},
+        {name: compaction_hints[name] for name in COMPACTION_FIELDS},
+    )
 
 
 def _exact_layer(values: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -383,8 +397,10 @@ def parse_overrides(overrides: list[str]) -> dict[str, Any]:
         if not sep:
             raise ConfigError(f"--set {item}: takes FIELD=VALUE, e.g. --set context_char_limit=80000")
         if key not in setting_names():
-            raise ConfigError(f"--set {key}: not a setting{did_you_mean(key, setting_names())}; "
-                              f"FIELD is one of: {', '.join(setting_names())}")
+            raise ConfigError(
+                f"--set {key}: not a setting{did_you_mean(key, setting_names())}; "
+                f"FIELD is one of: {', '.join(setting_names())}"
+            )
         if key in COMPACTION_FIELDS:
             values.setdefault("compaction", {})[key] = raw.strip()
         else:
@@ -446,8 +462,11 @@ def resolve_config(
     except RangeError as error:
         raise ConfigError(str(error)) from None
     unknown = unknown_environment(environ)
-    warnings = (f"ignored {', '.join(unknown)}: not a setting of ctxtui (ctxtui config lists them)",) \
-        if unknown else ()
+    warnings = (
+        (f"ignored {', '.join(unknown)}: not a setting of ctxtui (ctxtui config lists them)",)
+        if unknown
+        else ()
+    )
     return ResolvedConfig(path, top, check_compaction(compaction, sources), sources, warnings)
 
 
@@ -457,7 +476,9 @@ def _above(value: Any, limit: Any) -> bool:
     return allowed is not None and allowed.holds(limit) and isinstance(value, int | float) and value > limit
 
 
-def check_compaction(values: dict[str, Any], sources: Mapping[tuple[str, ...], str] | None = None) -> CompactionSettings:
+def check_compaction(
+    values: dict[str, Any], sources: Mapping[tuple[str, ...], str] | None = None
+) -> CompactionSettings:
     """CompactionSettings from values, refusing combinations that make a step meaningless (one line why)."""
     sources = sources or {}
 
@@ -469,18 +490,27 @@ def check_compaction(values: dict[str, Any], sources: Mapping[tuple[str, ...], s
     except ValueError as error:
         raise ConfigError(f"compaction settings: {error}") from None
     problems = [
-        (settings.fit_preview_chars >= settings.micro_target_chars,
-         "fit_preview_chars must be below the micro target (context_char_limit x micro_target_ratio)"
-         " or fit_tool_results cannot reach it", ("fit_preview_chars", "context_char_limit", "micro_target_ratio")),
-        (settings.persisted_preview_chars >= settings.large_result_char_limit,
-         "persisted_preview_chars must be below large_result_char_limit or a persisted result is not shorter",
-         ("persisted_preview_chars", "large_result_char_limit")),
-        (settings.large_result_char_limit > settings.tool_result_batch_char_limit,
-         "large_result_char_limit must not exceed tool_result_batch_char_limit or the budget step never persists",
-         ("large_result_char_limit", "tool_result_batch_char_limit")),
-        (settings.micro_min_chars >= settings.context_char_limit,
-         "micro_min_chars must be below context_char_limit or micro_compact never shortens anything",
-         ("micro_min_chars", "context_char_limit")),
+        (
+            settings.fit_preview_chars >= settings.micro_target_chars,
+            "fit_preview_chars must be below the micro target (context_char_limit x micro_target_ratio)"
+            " or fit_tool_results cannot reach it",
+            ("fit_preview_chars", "context_char_limit", "micro_target_ratio"),
+        ),
+        (
+            settings.persisted_preview_chars >= settings.large_result_char_limit,
+            "persisted_preview_chars must be below large_result_char_limit or a persisted result is not shorter",
+            ("persisted_preview_chars", "large_result_char_limit"),
+        ),
+        (
+            settings.large_result_char_limit > settings.tool_result_batch_char_limit,
+            "large_result_char_limit must not exceed tool_result_batch_char_limit or the budget step never persists",
+            ("large_result_char_limit", "tool_result_batch_char_limit"),
+        ),
+        (
+            settings.micro_min_chars >= settings.context_char_limit,
+            "micro_min_chars must be below context_char_limit or micro_compact never shortens anything",
+            ("micro_min_chars", "context_char_limit"),
+        ),
     ]
     for failed, reason, names in problems:
         if failed:
@@ -505,10 +535,14 @@ def save_setting(key: str, value: Any, path: Path | None = None) -> Path:
     for item, converted in _walk(checked):
         allowed = range_of(item)
         if allowed is not None and not allowed.holds(converted):
-            raise ConfigError(f"save_setting {key}: {converted!r} is out of range: it must be {allowed.describe()}")
+            raise ConfigError(
+                f"save_setting {key}: {converted!r} is out of range: it must be {allowed.describe()}"
+            )
     try:
-        check_text({name: value for name, value in checked.items() if name != "compaction"},
-                   {(name,): f"save_setting {key}" for name in checked})
+        check_text(
+            {name: value for name, value in checked.items() if name != "compaction"},
+            {(name,): f"save_setting {key}" for name in checked},
+        )
     except RangeError as error:
         raise ConfigError(str(error)) from None
     target = Path(os.path.realpath(path))  # through any symlink, to the file itself
@@ -550,9 +584,12 @@ def effective_toml(config: ResolvedConfig) -> str:
     """The effective settings as TOML, each value with a comment naming its source."""
     import tomlkit
 
-    lines = [f"# ctxtui settings in effect; config file: {config.path}"
-             + ("" if config.path.is_file() else " (not present)"),
-             "# precedence: flag > env CTXTUI_* > file > default", ""]
+    lines = [
+        f"# ctxtui settings in effect; config file: {config.path}"
+        + ("" if config.path.is_file() else " (not present)"),
+        "# precedence: flag > env CTXTUI_* > file > default",
+        "",
+    ]
     width = 0
     rendered: list[tuple[str, str] | None] = []
     for name in TOP_LEVEL_FIELDS:
@@ -577,8 +614,22 @@ def apply_config(settings: Settings, config: ResolvedConfig) -> Settings:
 
 
 __all__ = [
-    "COMPACTION_FIELDS", "DEFAULT_MODEL", "ENV_PREFIX", "TOP_LEVEL_FIELDS", "ConfigError", "ResolvedConfig",
-    "Settings", "api_key_configured", "apply_config", "check_compaction", "config_path", "default_model",
-    "did_you_mean", "effective_toml", "resolve_config", "save_setting", "setting_names",
+    "COMPACTION_FIELDS",
+    "DEFAULT_MODEL",
+    "ENV_PREFIX",
+    "TOP_LEVEL_FIELDS",
+    "ConfigError",
+    "ResolvedConfig",
+    "Settings",
+    "api_key_configured",
+    "apply_config",
+    "check_compaction",
+    "config_path",
+    "default_model",
+    "did_you_mean",
+    "effective_toml",
+    "resolve_config",
+    "save_setting",
+    "setting_names",
     "unknown_environment",
 ]

@@ -106,21 +106,26 @@ def range_of(key: tuple[str, ...]) -> Range | None:
     return TOP_LEVEL_RANGES.get(key[-1]) if len(key) == 1 else None
 
 
-def check_ranges(top: Mapping[str, Any], compaction: Mapping[str, Any],
-                 sources: Mapping[tuple[str, ...], str]) -> None:
+def check_ranges(
+    top: Mapping[str, Any], compaction: Mapping[str, Any], sources: Mapping[tuple[str, ...], str]
+) -> None:
     """Refuse (RangeError) the first value outside its range, then a bash_timeout above max_bash_timeout."""
     values: list[tuple[tuple[str, ...], Any]] = [((name,), value) for name, value in top.items()]
     values += [(("compaction", name), value) for name, value in compaction.items()]
     for key, value in values:
         allowed = range_of(key)
         if allowed is not None and not allowed.holds(value):
-            raise RangeError(f"{key[-1]} = {value!r} ({sources.get(key, 'default')}) is out of range: "
-                             f"it must be {allowed.describe()}")
+            raise RangeError(
+                f"{key[-1]} = {value!r} ({sources.get(key, 'default')}) is out of range: "
+                f"it must be {allowed.describe()}"
+            )
     timeout, most = top.get("bash_timeout"), top.get("max_bash_timeout")
     if isinstance(timeout, int | float) and isinstance(most, int | float) and timeout > most:
-        raise RangeError(f"bash_timeout = {timeout!r} ({sources.get(('bash_timeout',), 'default')}) is above "
-                         f"max_bash_timeout = {most!r} ({sources.get(('max_bash_timeout',), 'default')}): "
-                         "a command may not run longer than the most any command may ask for")
+        raise RangeError(
+            f"bash_timeout = {timeout!r} ({sources.get(('bash_timeout',), 'default')}) is above "
+            f"max_bash_timeout = {most!r} ({sources.get(('max_bash_timeout',), 'default')}): "
+            "a command may not run longer than the most any command may ask for"
+        )
 
 
 def exclude_tools(value: str) -> list[str]:
@@ -134,12 +139,16 @@ def check_engine(top: Mapping[str, Any], sources: Mapping[tuple[str, ...], str])
     raw = top.get("clear_exclude_tools", "")
     for name in exclude_tools(raw if isinstance(raw, str) else ""):
         if not TOOL_NAME.fullmatch(name):
-            raise RangeError(f"clear_exclude_tools = {raw!r} ({sources.get(('clear_exclude_tools',), 'default')}): "
-                             f"{name!r} is not a tool name (1 to 128 of a-z A-Z 0-9 _ -)")
+            raise RangeError(
+                f"clear_exclude_tools = {raw!r} ({sources.get(('clear_exclude_tools',), 'default')}): "
+                f"{name!r} is not a tool name (1 to 128 of a-z A-Z 0-9 _ -)"
+            )
     instructions = top.get("compact_instructions", "")
     if isinstance(instructions, str) and instructions and not instructions.strip():
-        raise RangeError(f"compact_instructions ({sources.get(('compact_instructions',), 'default')}) is only "
-                         "whitespace: leave it empty for the API's own summary prompt")
+        raise RangeError(
+            f"compact_instructions ({sources.get(('compact_instructions',), 'default')}) is only "
+            "whitespace: leave it empty for the API's own summary prompt"
+        )
 
 
 NOT_BLANK = ("model",)  # text settings that must name something
@@ -150,7 +159,7 @@ def shown_text(value: str, around: int = 0) -> str:
     """A text setting as a one-line message shows it: quoted, bytes that are not UTF-8 as `\\xNN`, control
     characters (newlines too) as escapes; a long value cut to the part around the character at `around`."""
     start = max(0, min(around - _SHOWN_CHARS // 3, len(value) - _SHOWN_CHARS))
-    piece = value[start:start + _SHOWN_CHARS]
+    piece = value[start : start + _SHOWN_CHARS]
     text = visible(valid_utf8(piece)).replace("\n", "\\n").replace("\t", "\\t")
     return f'"{"…" if start else ""}{text}{"…" if start + _SHOWN_CHARS < len(value) else ""}"'
 
@@ -173,8 +182,12 @@ def check_text(top: Mapping[str, Any], sources: Mapping[tuple[str, ...], str]) -
         where = sources.get((name,), "default")
         bad = _not_utf8_at(value)
         if bad is not None:
-            raise RangeError(f"{name} = {shown_text(value, bad)} ({where}) holds bytes that are not UTF-8 "
-                             f"(character {bad + 1:,}): no request could carry it; set it in UTF-8")
+            raise RangeError(
+                f"{name} = {shown_text(value, bad)} ({where}) holds bytes that are not UTF-8 "
+                f"(character {bad + 1:,}): no request could carry it; set it in UTF-8"
+            )
         if name in NOT_BLANK and not value.strip():
-            raise RangeError(f"{name} = {shown_text(value)} ({where}) is empty: name a model, "
-                             "or leave it unset for the default")
+            raise RangeError(
+                f"{name} = {shown_text(value)} ({where}) is empty: name a model, "
+                "or leave it unset for the default"
+            )

@@ -173,7 +173,7 @@ def _tokens(value: int) -> str:
 
 
 def cache_cost_line(invalidated: int | None, break_even: float | None) -> str:
-    """"re-writes 31k cached tokens: pays back after 87 calls" (empty when nothing is known)."""
+    """ "re-writes 31k cached tokens: pays back after 87 calls" (empty when nothing is known)."""
     if invalidated is None:
         return ""
     if invalidated == 0:
@@ -200,8 +200,10 @@ class CompactionHeld:
         names = " + ".join(dict.fromkeys(step.step for step in self.steps))
         invalidated = sum(step.cache_invalidated_tokens or 0 for step in self.steps)
         size = f"{self.tokens:,}" if self.tokens is not None else "?"
-        return (f"cache-aware: {names} wait{'s' if len(self.steps) == 1 else ''} while the cache is warm "
-                f"({size}/{self.ceiling:,} tokens; running now would re-write {_tokens(invalidated)} cached tokens)")
+        return (
+            f"cache-aware: {names} wait{'s' if len(self.steps) == 1 else ''} while the cache is warm "
+            f"({size}/{self.ceiling:,} tokens; running now would re-write {_tokens(invalidated)} cached tokens)"
+        )
 
 
 @dataclass(frozen=True)
@@ -281,7 +283,11 @@ class NextCallPreview:
     @property
     def fired(self) -> tuple[StepName, ...]:
         """The steps that would change the history (a summary always would), each once, in order."""
-        return tuple(dict.fromkeys(step.step for step in self.steps if step.saved > 0 or step.step == "compact_history"))
+        return tuple(
+            dict.fromkeys(
+                step.step for step in self.steps if step.saved > 0 or step.step == "compact_history"
+            )
+        )
 
 
 NoticeKind = Literal["info", "retry", "session", "warning"]

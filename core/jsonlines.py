@@ -109,8 +109,11 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
             return True
         below: list[Any] = []
         for item in level:
-            below.extend(child for child in (item.values() if type(item) is dict else item)
-                         if type(child) in _CONTAINERS)
+            below.extend(
+                child
+                for child in (item.values() if type(item) is dict else item)
+                if type(child) in _CONTAINERS
+            )
         level = below
         depth += 1
     return False
@@ -128,7 +131,9 @@ def parse_json(text: str | bytes) -> Any:
     except ValueError as error:
         return BadLine(f"not JSON ({error.msg if isinstance(error, json.JSONDecodeError) else error})")
     # Only a text with more opening brackets than the bound can nest past it: most lines are not walked.
-    opening = text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
+    opening = (
+        text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
+    )
     if opening > MAX_DEPTH and too_deep(value):
         return BadLine(f"nested more than {MAX_DEPTH} levels deep")
     return value

@@ -33,7 +33,9 @@ def omission_marker(omitted: int, where: str) -> str:
     return f"[... {omitted:,} chars of the conversation omitted here; {where} ...]"
 
 
-OMISSION_RE = re.compile(r"\n\[\.\.\. (?P<omitted>[\d,]+) chars of the conversation omitted here; (?P<where>[^\n]*) \.\.\.\]\n")
+OMISSION_RE = re.compile(
+    r"\n\[\.\.\. (?P<omitted>[\d,]+) chars of the conversation omitted here; (?P<where>[^\n]*) \.\.\.\]\n"
+)
 
 
 def summary_message(title: str, request: str, summary: str, path: str) -> str:
@@ -45,7 +47,9 @@ def summary_message(title: str, request: str, summary: str, path: str) -> str:
 
 
 RESTORED_HEADING = "[Restored from the archive: {path}]"
-UNANSWERED_MARK = "[An earlier request that got no answer: the turn ended before a reply. The current request follows.]"
+UNANSWERED_MARK = (
+    "[An earlier request that got no answer: the turn ended before a reply. The current request follows.]"
+)
 KEPT_HEADING = "[Kept by you, from earlier in this conversation]"
 
 
@@ -79,7 +83,10 @@ _SNIP_RE = re.compile(r"\A\[(?P<count>\d+) messages archived at (?P<path>[^\n\]]
 _PERSISTED_HEAD = f"{PERSISTED_OPEN}\nFull output: "
 _PERSISTED_TAIL = f"\n{PERSISTED_CLOSE}"
 _PREVIEW_HEADING = "\nPreview:\n"
-_SUMMARY_TITLES: dict[str, MarkerKind] = {"[Compacted]\n\n": "compacted", "[Reactive compact]\n\n": "reactive"}
+_SUMMARY_TITLES: dict[str, MarkerKind] = {
+    "[Compacted]\n\n": "compacted",
+    "[Reactive compact]\n\n": "reactive",
+}
 _SUMMARY_SPLIT = f"\n\n{SUMMARY_HEADING}"
 _TRANSCRIPT_LINE = "\n\nFull transcript: "
 
@@ -140,13 +147,13 @@ def _summary(text: str) -> Marker | None:
     kind = _SUMMARY_TITLES[title]
     body_start = len(title) + len(CURRENT_REQUEST_HEADING)
     line = text.rfind(_TRANSCRIPT_LINE, body_start)
-    path = text[line + len(_TRANSCRIPT_LINE):] if line >= 0 else ""
+    path = text[line + len(_TRANSCRIPT_LINE) :] if line >= 0 else ""
     if not path or "\n" in path:
         return None
     split = text.rfind(_SUMMARY_SPLIT, body_start, line)
     if split < 0:
         return None
-    summary = text[split + len(_SUMMARY_SPLIT):line]
+    summary = text[split + len(_SUMMARY_SPLIT) : line]
     decoded = parse_json(summary)  # core/jsonlines.py: never raises, bounded in depth
     summary = decoded if isinstance(decoded, str) else summary
     return Marker(kind, path, request=text[body_start:split], summary=summary)

@@ -77,8 +77,10 @@ def _open_or_make(parent: int, name: str, shown: str) -> int:
     except OSError as error:
         if error.errno in (errno.ELOOP, errno.ENOTDIR):
             raise OutsideWorkdirError(
-                errno.ELOOP, f"{shown} is a symlink or not a directory; ctxtui writes its state only in "
-                "real directories inside the workdir") from None
+                errno.ELOOP,
+                f"{shown} is a symlink or not a directory; ctxtui writes its state only in "
+                "real directories inside the workdir",
+            ) from None
         raise
     try:
         if stat.S_IMODE(os.fstat(fd).st_mode) != PRIVATE_DIR_MODE:
@@ -96,7 +98,9 @@ def _ignore_in_git(dir_fd: int) -> None:
     later call; the write that follows reports the disk's trouble itself.
     """
     try:
-        fd = os.open(_GITIGNORE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW, PRIVATE_FILE_MODE, dir_fd=dir_fd)
+        fd = os.open(
+            _GITIGNORE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW, PRIVATE_FILE_MODE, dir_fd=dir_fd
+        )
     except OSError:
         return
     try:

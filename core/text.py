@@ -78,7 +78,7 @@ def visible_parts(text: str) -> Iterator[tuple[str, bool]]:
     start = 0
     for match in _ESCAPED.finditer(text):
         if match.start() > start:
-            yield text[start:match.start()], False
+            yield text[start : match.start()], False
         char = match.group()
         yield (f"\\u{ord(char):04x}" if "\ud800" <= char <= "\udfff" else _escape(match)), True
         start = match.end()

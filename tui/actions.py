@@ -57,76 +57,276 @@ class Action:
 
 
 ACTIONS: tuple[Action, ...] = (
-    Action("quit", "quit", "Cancel any turn, save the session and exit", key="ctrl+q", footer="Quit",
-           palette="Quit", slash="quit", app_wide=True, needs_agent=False),
-    Action("cancel_turn", "cancel_turn", "Cancel the running turn; the history stays valid", key="escape",
-           footer="Cancel", palette="Cancel the running turn", when="busy", needs_agent=False),
-    Action("toggle_inspector", "toggle_inspector", "Show or hide the context gauge and message tree",
-           key="ctrl+b", footer="Inspector", palette="Toggle inspector", slash="inspector", needs_agent=False),
-    Action("focus_tree", "focus_tree", "Move focus between the prompt and the message tree", key="ctrl+t",
-           footer="Tree", palette="Focus message tree", needs_agent=False),
-    Action("compact", "compact", "Summarise the history into one message (optional focus); review the summary first",
-           key="ctrl+o",
-           footer="Compact", palette="Compact context now…", slash="compact", slash_arg="focus", when="idle"),
-    Action("compact_now", "compact_now", "Summarise the history right away, without a focus",
-           palette="Compact context now (no focus)", when="idle"),
-    Action("archive", "archive", "List everything compaction saved; open one", key="ctrl+r", footer="Archive",
-           palette="Archived files", slash="archive"),
-    Action("toggle_tools", "toggle_tools", "Expand or collapse every tool call's input and output",
-           key="ctrl+g", footer="Tools", palette="Expand/collapse tool calls", needs_agent=False),
-    Action("new_session", "new_session", "Forget the history and start again (archives stay on disk)",
-           key="ctrl+n", footer="New", palette="New session", slash="new", when="idle"),
-    Action("inspector_narrower", "resize_inspector(-4)", "Make the inspector narrower", key="f8",
-           footer="Narrower", palette="Narrow inspector", when="inspector", needs_agent=False),
-    Action("inspector_wider", "resize_inspector(4)", "Make the inspector wider", key="f9", footer="Wider",
-           palette="Widen inspector", when="inspector", needs_agent=False),
-    Action("show_help", "show_help", "Show the keys and slash commands in the chat",
-           palette="Help: keys and commands", slash="help", needs_agent=False),
-    Action("sessions", "sessions", "List this workdir's sessions and resume one", key="ctrl+s",
-           palette="Sessions: resume one…", slash="sessions", when="idle"),
+    Action(
+        "quit",
+        "quit",
+        "Cancel any turn, save the session and exit",
+        key="ctrl+q",
+        footer="Quit",
+        palette="Quit",
+        slash="quit",
+        app_wide=True,
+        needs_agent=False,
+    ),
+    Action(
+        "cancel_turn",
+        "cancel_turn",
+        "Cancel the running turn; the history stays valid",
+        key="escape",
+        footer="Cancel",
+        palette="Cancel the running turn",
+        when="busy",
+        needs_agent=False,
+    ),
+    Action(
+        "toggle_inspector",
+        "toggle_inspector",
+        "Show or hide the context gauge and message tree",
+        key="ctrl+b",
+        footer="Inspector",
+        palette="Toggle inspector",
+        slash="inspector",
+        needs_agent=False,
+    ),
+    Action(
+        "focus_tree",
+        "focus_tree",
+        "Move focus between the prompt and the message tree",
+        key="ctrl+t",
+        footer="Tree",
+        palette="Focus message tree",
+        needs_agent=False,
+    ),
+    Action(
+        "compact",
+        "compact",
+        "Summarise the history into one message (optional focus); review the summary first",
+        key="ctrl+o",
+        footer="Compact",
+        palette="Compact context now…",
+        slash="compact",
+        slash_arg="focus",
+        when="idle",
+    ),
+    Action(
+        "compact_now",
+        "compact_now",
+        "Summarise the history right away, without a focus",
+        palette="Compact context now (no focus)",
+        when="idle",
+    ),
+    Action(
+        "archive",
+        "archive",
+        "List everything compaction saved; open one",
+        key="ctrl+r",
+        footer="Archive",
+        palette="Archived files",
+        slash="archive",
+    ),
+    Action(
+        "toggle_tools",
+        "toggle_tools",
+        "Expand or collapse every tool call's input and output",
+        key="ctrl+g",
+        footer="Tools",
+        palette="Expand/collapse tool calls",
+        needs_agent=False,
+    ),
+    Action(
+        "new_session",
+        "new_session",
+        "Forget the history and start again (archives stay on disk)",
+        key="ctrl+n",
+        footer="New",
+        palette="New session",
+        slash="new",
+        when="idle",
+    ),
+    Action(
+        "inspector_narrower",
+        "resize_inspector(-4)",
+        "Make the inspector narrower",
+        key="f8",
+        footer="Narrower",
+        palette="Narrow inspector",
+        when="inspector",
+        needs_agent=False,
+    ),
+    Action(
+        "inspector_wider",
+        "resize_inspector(4)",
+        "Make the inspector wider",
+        key="f9",
+        footer="Wider",
+        palette="Widen inspector",
+        when="inspector",
+        needs_agent=False,
+    ),
+    Action(
+        "show_help",
+        "show_help",
+        "Show the keys and slash commands in the chat",
+        palette="Help: keys and commands",
+        slash="help",
+        needs_agent=False,
+    ),
+    Action(
+        "sessions",
+        "sessions",
+        "List this workdir's sessions and resume one",
+        key="ctrl+s",
+        palette="Sessions: resume one…",
+        slash="sessions",
+        when="idle",
+    ),
     # --- steering: the tree's keys run these on the selected node ---
-    Action("pin", "toggle_pin",
-           "Pin or unpin a tool result or a user message (the selected one): compaction keeps it byte-exact",
-           key="f6", footer="Pin", palette="Pin/unpin the selected tool result or user message", slash="pin",
-           slash_arg="id", when="idle", in_tree=True),
-    Action("unpin", "unpin", "Unpin a tool result or a user message (the selected one): compaction may shorten it again",
-           slash="unpin", slash_arg="id", when="idle"),
-    Action("drop", "drop", "Archive a tool result now (the selected one) and leave a placeholder",
-           palette="Drop the selected tool result", slash="drop", slash_arg="tool_use_id", when="idle"),
-    Action("restore", "restore", "Put an archived result back in context, byte-exact (the selected placeholder)",
-           palette="Restore the selected archived result", slash="restore", slash_arg="path", when="idle"),
-    Action("drop_or_restore", "drop_or_restore",
-           "Drop the selected tool result (archived, a placeholder left), or restore the selected placeholder",
-           key="f7", footer="Drop/restore", when="idle", in_tree=True),
-    Action("undo", "undo", "Undo the last compaction: what it removed is back, in place", key="f3",
-           palette="Undo the last compaction", slash="undo", when="idle"),
-    Action("pause", "toggle_pause", "Pause or resume automatic compaction (reactive compaction still guards the API)",
-           key="f5", palette="Pause/resume automatic compaction", slash="pause"),
-    Action("preview", "preview", "Show what the next call's compaction would do, step by step", key="f4",
-           palette="Preview the next compaction", slash="preview", when="idle"),
+    Action(
+        "pin",
+        "toggle_pin",
+        "Pin or unpin a tool result or a user message (the selected one): compaction keeps it byte-exact",
+        key="f6",
+        footer="Pin",
+        palette="Pin/unpin the selected tool result or user message",
+        slash="pin",
+        slash_arg="id",
+        when="idle",
+        in_tree=True,
+    ),
+    Action(
+        "unpin",
+        "unpin",
+        "Unpin a tool result or a user message (the selected one): compaction may shorten it again",
+        slash="unpin",
+        slash_arg="id",
+        when="idle",
+    ),
+    Action(
+        "drop",
+        "drop",
+        "Archive a tool result now (the selected one) and leave a placeholder",
+        palette="Drop the selected tool result",
+        slash="drop",
+        slash_arg="tool_use_id",
+        when="idle",
+    ),
+    Action(
+        "restore",
+        "restore",
+        "Put an archived result back in context, byte-exact (the selected placeholder)",
+        palette="Restore the selected archived result",
+        slash="restore",
+        slash_arg="path",
+        when="idle",
+    ),
+    Action(
+        "drop_or_restore",
+        "drop_or_restore",
+        "Drop the selected tool result (archived, a placeholder left), or restore the selected placeholder",
+        key="f7",
+        footer="Drop/restore",
+        when="idle",
+        in_tree=True,
+    ),
+    Action(
+        "undo",
+        "undo",
+        "Undo the last compaction: what it removed is back, in place",
+        key="f3",
+        palette="Undo the last compaction",
+        slash="undo",
+        when="idle",
+    ),
+    Action(
+        "pause",
+        "toggle_pause",
+        "Pause or resume automatic compaction (reactive compaction still guards the API)",
+        key="f5",
+        palette="Pause/resume automatic compaction",
+        slash="pause",
+    ),
+    Action(
+        "preview",
+        "preview",
+        "Show what the next call's compaction would do, step by step",
+        key="f4",
+        palette="Preview the next compaction",
+        slash="preview",
+        when="idle",
+    ),
     # --- the inspector's views ---
-    Action("next_view", "next_view",
-           "Switch the inspector's view: message tree, breakdown, timeline, dropped, facts", key="f2", footer="View", needs_agent=False),
-    Action("show_tree", "show_view('tree')", "Show the message tree in the inspector",
-           palette="Inspector: message tree", slash="tree", needs_agent=False),
-    Action("show_breakdown", "show_view('breakdown')", "Show what fills the context, by category, in the inspector",
-           palette="Inspector: context breakdown", slash="breakdown", needs_agent=False),
-    Action("show_timeline", "show_view('timeline')", "Show the context of every model call in the inspector",
-           palette="Inspector: call timeline", slash="timeline", needs_agent=False),
-    Action("show_dropped", "show_view('dropped')",
-           "Show what compaction took out of the context, newest first; open or restore an item",
-           palette="Inspector: dropped (what compaction took)", slash="dropped", needs_agent=False),
-    Action("show_facts", "show_view('facts')",
-           "Show which of your constraints, files and errors the model can no longer see; keep a constraint",
-           key="ctrl+f", palette="Inspector: facts the model cannot see", slash="facts", needs_agent=False),
-    Action("compare", "compare", "Replay this session's log under every engine: context and cost side by side",
-           palette="Compare engines on this session", slash="compare", when="idle"),
+    Action(
+        "next_view",
+        "next_view",
+        "Switch the inspector's view: message tree, breakdown, timeline, dropped, facts",
+        key="f2",
+        footer="View",
+        needs_agent=False,
+    ),
+    Action(
+        "show_tree",
+        "show_view('tree')",
+        "Show the message tree in the inspector",
+        palette="Inspector: message tree",
+        slash="tree",
+        needs_agent=False,
+    ),
+    Action(
+        "show_breakdown",
+        "show_view('breakdown')",
+        "Show what fills the context, by category, in the inspector",
+        palette="Inspector: context breakdown",
+        slash="breakdown",
+        needs_agent=False,
+    ),
+    Action(
+        "show_timeline",
+        "show_view('timeline')",
+        "Show the context of every model call in the inspector",
+        palette="Inspector: call timeline",
+        slash="timeline",
+        needs_agent=False,
+    ),
+    Action(
+        "show_dropped",
+        "show_view('dropped')",
+        "Show what compaction took out of the context, newest first; open or restore an item",
+        palette="Inspector: dropped (what compaction took)",
+        slash="dropped",
+        needs_agent=False,
+    ),
+    Action(
+        "show_facts",
+        "show_view('facts')",
+        "Show which of your constraints, files and errors the model can no longer see; keep a constraint",
+        key="ctrl+f",
+        palette="Inspector: facts the model cannot see",
+        slash="facts",
+        needs_agent=False,
+    ),
+    Action(
+        "compare",
+        "compare",
+        "Replay this session's log under every engine: context and cost side by side",
+        palette="Compare engines on this session",
+        slash="compare",
+        when="idle",
+    ),
 )
 
 FOOTER_PRIORITY: tuple[tuple[str, ...], ...] = (
-    ("quit",), ("cancel_turn",), ("pin",), ("drop_or_restore",), ("next_view",), ("focus_tree",),
-    ("toggle_inspector",), ("inspector_narrower", "inspector_wider"), ("compact",), ("archive",),
-    ("toggle_tools",), ("new_session",),
+    ("quit",),
+    ("cancel_turn",),
+    ("pin",),
+    ("drop_or_restore",),
+    ("next_view",),
+    ("focus_tree",),
+    ("toggle_inspector",),
+    ("inspector_narrower", "inspector_wider"),
+    ("compact",),
+    ("archive",),
+    ("toggle_tools",),
+    ("new_session",),
 )
 """The footer's keys by action id, most needed first, in groups shown together or not at all: where not
 every key fits (80 columns), the last ones give way whole (each stays in the palette and in /help)."""
@@ -156,7 +356,7 @@ def refused_command(text: str) -> str | None:
     if word in BY_SLASH:
         if not glued:
             return None
-        return f"/{word}{glued} is not a command: did you mean /{word} {text[len(word) + 1:].strip()}?"
+        return f"/{word}{glued} is not a command: did you mean /{word} {text[len(word) + 1 :].strip()}?"
     if glued:
         return None
     close = difflib.get_close_matches(word.lower(), list(BY_SLASH), n=1, cutoff=0.6)
@@ -182,8 +382,15 @@ class UiState(Protocol):
 def bindings(*, app_wide: bool, table: Sequence[Action] = ACTIONS) -> list[Binding]:
     """The Textual bindings of the app (`app_wide`) or of the main screen (of `table`: another app's own)."""
     return [
-        Binding(action.key, action.action, action.footer or "", id=action.id, show=action.footer is not None,
-                priority=action.app_wide, tooltip=action.help)
+        Binding(
+            action.key,
+            action.action,
+            action.footer or "",
+            id=action.id,
+            show=action.footer is not None,
+            priority=action.app_wide,
+            tooltip=action.help,
+        )
         for action in table
         if action.key is not None and action.app_wide == app_wide and not action.in_tree
     ]
@@ -194,8 +401,14 @@ def tree_bindings() -> list[Binding]:
     action to run (the main screen knows the agent); the tree offers them only on a screen that steers
     (`MessageTree.check_action`): the proxy's view and the read-only inspector show none."""
     return [
-        Binding(action.key, f"steer('{action.action}')", action.footer or "", id=action.id,
-                show=action.footer is not None, tooltip=action.help)
+        Binding(
+            action.key,
+            f"steer('{action.action}')",
+            action.footer or "",
+            id=action.id,
+            show=action.footer is not None,
+            tooltip=action.help,
+        )
         for action in ACTIONS
         if action.key is not None and action.in_tree
     ]
@@ -238,12 +451,18 @@ def _lower_first(text: str) -> str:
 
 def help_markdown() -> str:
     """The `/help` text, from the table."""
-    keys = " · ".join(f"`{key_label(action.key)}` {_lower_first(action.help)}"
-                      for action in ACTIONS if action.key and not action.in_tree)
-    tree_keys = " · ".join(f"`{action.key}` {_lower_first(action.help)}" for action in ACTIONS
-                           if action.key and action.in_tree)
+    keys = " · ".join(
+        f"`{key_label(action.key)}` {_lower_first(action.help)}"
+        for action in ACTIONS
+        if action.key and not action.in_tree
+    )
+    tree_keys = " · ".join(
+        f"`{action.key}` {_lower_first(action.help)}" for action in ACTIONS if action.key and action.in_tree
+    )
     slashes = ", ".join(
-        f"`/{action.slash}{f' [{action.slash_arg}]' if action.slash_arg else ''}`" for action in ACTIONS if action.slash
+        f"`/{action.slash}{f' [{action.slash_arg}]' if action.slash_arg else ''}`"
+        for action in ACTIONS
+        if action.slash
     )
     return (
         "**Prompt**: `enter` send · `ctrl+j` new line · `↑/↓` earlier prompts · `pageup/pagedown` scroll the chat · "
@@ -264,6 +483,8 @@ def readme_rows() -> list[str]:
         key = f"`{key_label(action.key)}`" if action.key else ("palette" if not action.slash else "")
         if action.key and action.in_tree:
             key += " (tree)"
-        slash = f"`/{action.slash}{f' [{action.slash_arg}]' if action.slash_arg else ''}`" if action.slash else ""
+        slash = (
+            f"`/{action.slash}{f' [{action.slash_arg}]' if action.slash_arg else ''}`" if action.slash else ""
+        )
         rows.append(f"| {key} | {slash} | {action.help} |")
     return rows

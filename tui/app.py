@@ -116,8 +116,12 @@ class CtxApp(App[None]):
     def _first_frame_painted(self) -> None:
         resume_collector()  # paused by `ctxtui` until now (tui/startup.py)
         # a worker, not awaited here: the screen keeps handling keys and messages meanwhile
-        self.main.run_worker(self.main.after_first_frame(), group="first-frame", exit_on_error=False,
-                             description="after the first frame")
+        self.main.run_worker(
+            self.main.after_first_frame(),
+            group="first-frame",
+            exit_on_error=False,
+            description="after the first frame",
+        )
 
     # --- the main screen's state, for callers -----------------------------------------------------
 
@@ -147,7 +151,7 @@ class CtxApp(App[None]):
 
     @property
     def permission_mode(self) -> str:
-        """"preset" (--yes), "session" (bash allowed for this session) or "ask"."""
+        """ "preset" (--yes), "session" (bash allowed for this session) or "ask"."""
         front = self._main.front if self._main is not None else front_of(self._given)
         return permission_mode(self.built_agent, front)
 
@@ -161,7 +165,10 @@ class CtxApp(App[None]):
 
     def palette_commands(self) -> list[tuple[str, str, str]]:
         """(name, help, action) of the palette's commands right now."""
-        return [(action.palette or "", action.help, action.action) for action in actions.palette_entries(self.main)]
+        return [
+            (action.palette or "", action.help, action.action)
+            for action in actions.palette_entries(self.main)
+        ]
 
     # --- the theme ------------------------------------------------------------------------------
 
@@ -172,7 +179,9 @@ class CtxApp(App[None]):
         if name in self.available_themes:
             self.theme = name
             return None
-        return visible(f"unknown theme {name!r} in the settings: using {self.theme} (ctrl+p > Theme picks one)")
+        return visible(
+            f"unknown theme {name!r} in the settings: using {self.theme} (ctrl+p > Theme picks one)"
+        )
 
     def _theme_changed(self, theme: Theme) -> None:
         """Save the theme once the choice settles (the palette's theme list previews as it moves)."""
@@ -185,8 +194,13 @@ class CtxApp(App[None]):
             self._theme_timer = self.set_timer(0.3, self._save_theme)  # still choosing
             return
         if self.theme != self._saved_theme:
-            self.run_worker(self._write_theme(self.theme), group="theme", exclusive=True,
-                            exit_on_error=False, description="save the theme")
+            self.run_worker(
+                self._write_theme(self.theme),
+                group="theme",
+                exclusive=True,
+                exit_on_error=False,
+                description="save the theme",
+            )
 
     async def _write_theme(self, name: str) -> None:
         from core.config import ConfigError, save_setting
@@ -221,8 +235,12 @@ class CtxApp(App[None]):
             error = event.exception
             reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
             where = f": {error.filename}" if isinstance(error, OSError) and error.filename else ""
-            self.notify(visible(f"The screenshot was not saved: {reason}{where}"), title="Screenshot",
-                        severity="error", markup=False)
+            self.notify(
+                visible(f"The screenshot was not saved: {reason}{where}"),
+                title="Screenshot",
+                severity="error",
+                markup=False,
+            )
 
     # --- ending ----------------------------------------------------------------------------------
 
@@ -245,7 +263,9 @@ class CtxApp(App[None]):
             return
         self._agent_closed = True
         if self.built_agent is None and self._main is not None:
-            with contextlib.suppress(Exception):  # quit in the first moments: the agent being built is closed too
+            with contextlib.suppress(
+                Exception
+            ):  # quit in the first moments: the agent being built is closed too
                 await asyncio.wait_for(self._main.agent_settled.wait(), timeout=5)
         agent = self.built_agent
         if agent is None:

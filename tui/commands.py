@@ -41,4 +41,6 @@ class CtxCommands(Provider):
             assert action.palette is not None
             score = matcher.match(action.palette)
             if score > 0:
-                yield Hit(score, matcher.highlight(action.palette), self._run(screen, action), help=action.help)
+                yield Hit(
+                    score, matcher.highlight(action.palette), self._run(screen, action), help=action.help
+                )

@@ -48,8 +48,10 @@ def _log_text(name: str, chars: int) -> str:
     while size < chars:
         number += 1
         level = ("INFO", "DEBUG", "WARN", "INFO", "ERROR")[number % 5]
-        line = (f"2026-11-30T12:{number // 60 % 60:02d}:{number % 60:02d}Z {level} {name} event={number} "
-                f"latency_ms={(number * 37) % 900} user=u{number % 97:02d}")
+        line = (
+            f"2026-11-30T12:{number // 60 % 60:02d}:{number % 60:02d}Z {level} {name} event={number} "
+            f"latency_ms={(number * 37) % 900} user=u{number % 97:02d}"
+        )
         lines.append(line)
         size += len(line) + 1
     return "\n".join(lines)[:chars] + "\n"
@@ -75,8 +77,10 @@ def choose_workdir(requested: Path | None) -> tuple[Path, str | None]:
     if empty:
         return requested, None
     fresh = Path(tempfile.mkdtemp(prefix=DEMO_PREFIX, dir=requested))
-    return fresh, (f"--workdir {requested} is not empty, so the demo runs in a new folder inside it, {fresh} "
-                   "(no file of yours is changed)")
+    return fresh, (
+        f"--workdir {requested} is not empty, so the demo runs in a new folder inside it, {fresh} "
+        "(no file of yours is changed)"
+    )
 
 
 def _write_new(path: Path, text: str) -> None:
@@ -92,8 +96,10 @@ def _write_files(workdir: Path) -> None:
     _write_new(workdir / "logs" / "test.log", _log_text("test", 100_000))
     for index in range(1, _MODULES + 1):
         _write_new(workdir / "src" / f"module_{index:02d}.py", _module_text(index, 6_000))
-    _write_new(workdir / "README.md",
-               "# Demo project\n\nA pretend service used by `ctxtui --demo` to fill the context.\n")
+    _write_new(
+        workdir / "README.md",
+        "# Demo project\n\nA pretend service used by `ctxtui --demo` to fill the context.\n",
+    )
 
 
 async def build_demo_workspace(workdir: Path) -> None:

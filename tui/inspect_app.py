@@ -50,8 +50,13 @@ class InspectApp(App[int]):
         Binding("c", "toggle_compare", "Compare/inspect", id="inspect.compare"),
     ]
 
-    def __init__(self, inspected: Inspected, report: dict[str, Any], workdir: Path | None = None,
-                 compare: Settings | None = None) -> None:
+    def __init__(
+        self,
+        inspected: Inspected,
+        report: dict[str, Any],
+        workdir: Path | None = None,
+        compare: Settings | None = None,
+    ) -> None:
         """`compare`: the settings to replay the file under every engine with (the compare view opens)."""
         super().__init__()
         self.inspected = inspected
@@ -69,8 +74,9 @@ class InspectApp(App[int]):
                     yield Static(Text(visible(report_text(data))), id="report")
                 with Vertical(id="inspector"):
                     yield ContextGauge(id="gauge")
-                    yield MessageTree(self.archive, self.inspected.messages, chars=self.report["message_chars"],
-                                      id="tree")
+                    yield MessageTree(
+                        self.archive, self.inspected.messages, chars=self.report["message_chars"], id="tree"
+                    )
             if self.compare_settings is not None:
                 yield CompareView(id="compare")
         yield Footer(compact=True)
@@ -79,8 +85,14 @@ class InspectApp(App[int]):
         data = self.report
         gauge = self.query_one(ContextGauge)
         gauge.configure(data["limit"], data["settings"]["micro_target_ratio"])
-        gauge.measured(ContextMeasured(chars=data["message_chars"], limit=data["limit"], messages=data["messages"],
-                                       tokens=data["tokens"]))
+        gauge.measured(
+            ContextMeasured(
+                chars=data["message_chars"],
+                limit=data["limit"],
+                messages=data["messages"],
+                tokens=data["tokens"],
+            )
+        )
         gauge.flush()
         if self.compare_settings is not None:
             self.query_one("#compare-timelines").focus()
@@ -99,27 +111,35 @@ class InspectApp(App[int]):
         """Between the compare view and the inspector."""
         switcher = self.query_one(ContentSwitcher)
         switcher.current = "main" if switcher.current == "compare" else "compare"
-        (self.query_one(MessageTree) if switcher.current == "main" else self.query_one("#compare-timelines")).focus()
+        (
+            self.query_one(MessageTree)
+            if switcher.current == "main"
+            else self.query_one("#compare-timelines")
+        ).focus()
 
     @on(MessageTree.OpenMarker)
     async def _open_marker(self, event: MessageTree.OpenMarker) -> None:
         marker = event.info.marker
         archived = self.archive.resolve(marker.path) if marker is not None else None
         if archived is None:
-            self.notify("not an archive path (shown as plain text, not opened)", severity="warning", markup=False)
+            self.notify(
+                "not an archive path (shown as plain text, not opened)", severity="warning", markup=False
+            )
             return
         try:
             if archived.kind == "transcript":
                 messages = await self.archive.read_transcript(archived.path)
                 text = f"{plural(len(messages), 'message')} in this transcript.\n" + await asyncio.to_thread(
-                    transcript_text, messages)
+                    transcript_text, messages
+                )
             else:
                 text = await self.archive.read_text(archived.path)
         except ArchiveError as error:
             self.notify(str(error), severity="error", markup=False)
             return
-        await self.push_screen(ArchiveScreen(f"archived · {event.info.kind}", text, path=archived.path,
-                                             size=archived.size))
+        await self.push_screen(
+            ArchiveScreen(f"archived · {event.info.kind}", text, path=archived.path, size=archived.size)
+        )
 
     @on(MessageTree.OpenBlock)
     async def _open_block(self, event: MessageTree.OpenBlock) -> None:

@@ -248,7 +248,9 @@ def search(
             line += chunk.count("\n", counted, start)
             counted = start
             line_start = chunk.rfind("\n", 0, start) + 1
-            found.append(Found(base_chars + start, base_chars + end, line, start - line_start, end - line_start))
+            found.append(
+                Found(base_chars + start, base_chars + end, line, start - line_start, end - line_start)
+            )
             if len(found) >= limit:
                 return found
         base_chars += len(chunk)

@@ -17,29 +17,69 @@ DIFF_ONLY = frozenset({"diff_call", "diff_base"})
 """Actions that act on the diff view only (hidden while another view is shown)."""
 
 PROXY_ACTIONS: tuple[Action, ...] = (
-    Action("proxy.quit", "quit", "Stop the proxy and exit (calls in flight are recorded first)",
-           key="ctrl+q,ctrl+c", footer="Quit", app_wide=True),
-    Action("proxy.next_view", "next_view", "Switch the view: message tree, breakdown, timeline, diff",
-           key="f2", footer="View"),
-    Action("proxy.tree", "show_view('tree')",
-           "Show the latest request of the conversation as a message tree", key="1", footer="Tree"),
-    Action("proxy.breakdown", "show_view('breakdown')",
-           "Show what fills the latest request, by category", key="2", footer="Breakdown"),
-    Action("proxy.timeline", "show_view('timeline')",
-           "Show every call of the conversation: size, tokens, cache read and write, cost", key="3",
-           footer="Timeline"),
-    Action("proxy.diff", "show_view('diff')",
-           "Show what changed between two calls: messages added, removed or changed", key="4", footer="Diff"),
-    Action("proxy.conversations", "focus_conversations",
-           "Move to the list of conversations; enter (or a click) shows one in every view", key="c",
-           footer="Conversations"),
-    Action("proxy.diff_earlier", "diff_call(-1)", "Diff: compare an earlier call with the one before it",
-           key="left"),
-    Action("proxy.diff_later", "diff_call(1)", "Diff: compare a later call with the one before it",
-           key="right"),
+    Action(
+        "proxy.quit",
+        "quit",
+        "Stop the proxy and exit (calls in flight are recorded first)",
+        key="ctrl+q,ctrl+c",
+        footer="Quit",
+        app_wide=True,
+    ),
+    Action(
+        "proxy.next_view",
+        "next_view",
+        "Switch the view: message tree, breakdown, timeline, diff",
+        key="f2",
+        footer="View",
+    ),
+    Action(
+        "proxy.tree",
+        "show_view('tree')",
+        "Show the latest request of the conversation as a message tree",
+        key="1",
+        footer="Tree",
+    ),
+    Action(
+        "proxy.breakdown",
+        "show_view('breakdown')",
+        "Show what fills the latest request, by category",
+        key="2",
+        footer="Breakdown",
+    ),
+    Action(
+        "proxy.timeline",
+        "show_view('timeline')",
+        "Show every call of the conversation: size, tokens, cache read and write, cost",
+        key="3",
+        footer="Timeline",
+    ),
+    Action(
+        "proxy.diff",
+        "show_view('diff')",
+        "Show what changed between two calls: messages added, removed or changed",
+        key="4",
+        footer="Diff",
+    ),
+    Action(
+        "proxy.conversations",
+        "focus_conversations",
+        "Move to the list of conversations; enter (or a click) shows one in every view",
+        key="c",
+        footer="Conversations",
+    ),
+    Action(
+        "proxy.diff_earlier",
+        "diff_call(-1)",
+        "Diff: compare an earlier call with the one before it",
+        key="left",
+    ),
+    Action(
+        "proxy.diff_later", "diff_call(1)", "Diff: compare a later call with the one before it", key="right"
+    ),
     Action("proxy.base_earlier", "diff_base(-1)", "Diff: compare with an earlier call", key="["),
-    Action("proxy.base_later", "diff_base(1)", "Diff: compare with a later call (up to the one before)",
-           key="]"),
+    Action(
+        "proxy.base_later", "diff_base(1)", "Diff: compare with a later call (up to the one before)", key="]"
+    ),
     Action("proxy.keys", "toggle_keys", "Show or hide every key with what it does", key="f1", footer="Keys"),
 )
 
@@ -55,8 +95,15 @@ def proxy_bindings(*, app_wide: bool) -> list[Binding]:
     """The bindings of the proxy app (`app_wide`) or of its screen; a key without a footer entry shows
     its help as the keys panel's description."""
     return [
-        Binding(action.key, action.action, action.footer or action.help, id=action.id,
-                show=action.footer is not None, priority=action.app_wide, tooltip=action.help)
+        Binding(
+            action.key,
+            action.action,
+            action.footer or action.help,
+            id=action.id,
+            show=action.footer is not None,
+            priority=action.app_wide,
+            tooltip=action.help,
+        )
         for action in PROXY_ACTIONS
         if action.key is not None and action.app_wide == app_wide
     ]

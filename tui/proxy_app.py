@@ -52,8 +52,17 @@ class ProxyApp(App[None]):
     """
     BINDINGS: ClassVar[list[BindingType]] = list(proxy_bindings(app_wide=True))
 
-    def __init__(self, events: EventSource, about: ProxyAbout, workdir: Path, *, limit: int,
-                 target_ratio: float = 0.8, theme: str | None = None, stop_on_sigterm: bool = False) -> None:
+    def __init__(
+        self,
+        events: EventSource,
+        about: ProxyAbout,
+        workdir: Path,
+        *,
+        limit: int,
+        target_ratio: float = 0.8,
+        theme: str | None = None,
+        stop_on_sigterm: bool = False,
+    ) -> None:
         super().__init__()
         self.events = events
         self.about = about
@@ -71,8 +80,9 @@ class ProxyApp(App[None]):
         return stderr_sized(super().get_driver_class())
 
     def get_default_screen(self) -> Screen[None]:
-        self._screen = ProxyScreen(self.events, self.about, self.archive, limit=self.limit,
-                                   target_ratio=self.target_ratio)
+        self._screen = ProxyScreen(
+            self.events, self.about, self.archive, limit=self.limit, target_ratio=self.target_ratio
+        )
         return self._screen
 
     @property

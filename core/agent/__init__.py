@@ -12,8 +12,11 @@ from core.lazy import lazy_exports
 if TYPE_CHECKING:
     from core.agent.agent import Agent
 
-__getattr__ = lazy_exports(__name__, {
-    "Agent": "core.agent.agent",
-})
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Agent": "core.agent.agent",
+    },
+)
 
 __all__ = ["Agent"]

@@ -74,6 +74,8 @@ from core.usage.timeline import ContextSample, TokenCount
 
 Message = dict[str, Any]
 DEFAULT_MAX_STEPS = 50
+
+
 class Agent:
     """One conversation with a model, its tools and its compaction pipeline."""
 
@@ -97,13 +99,20 @@ class Agent:
         self.settings = settings or Settings(workdir=toolbox.workspace.root)
         workdir = toolbox.workspace.root
         self.conversation = Conversation(
-            messages or [], session=session, state_dir=self.settings.state_dir,
+            messages or [],
+            session=session,
+            state_dir=self.settings.state_dir,
             meta={"model": model.name, "workdir": str(workdir)},
         )
         self.tokens = token_counter or TokenCounter()
         self.keeper = ContextKeeper(
-            compactor, self.conversation, undo_depth=self.settings.undo_depth, auto_compact=self.settings.auto_compact,
-            call_number=lambda: len(self.economics.timeline.samples) + 1, count_tokens=self.tokens.count_text)
+            compactor,
+            self.conversation,
+            undo_depth=self.settings.undo_depth,
+            auto_compact=self.settings.auto_compact,
+            call_number=lambda: len(self.economics.timeline.samples) + 1,
+            count_tokens=self.tokens.count_text,
+        )
         self.economics = Economics(model, self.settings, self.tokens, clock)
         """The timeline and the prompt cache's accounts (core/agent/economics.py)."""
         self.thinking = ThinkingLedger()
@@ -111,9 +120,19 @@ class Agent:
         self.thinking.adopt(self.conversation.history, None)
         # a workdir whose name is not UTF-8 would make every request unencodable
         self.system_prompt = system_prompt or valid_text(SYSTEM_PROMPT.format(workdir=workdir))
-        self.engine = EngineRunner(ServerEngine.from_settings(self.settings), model.offline, self.keeper, self.economics)
-        self.meter = ContextMeter(self.conversation, self.keeper, self.economics, self.engine, model, self.tokens,
-                                  self.system_prompt, toolbox.schemas)
+        self.engine = EngineRunner(
+            ServerEngine.from_settings(self.settings), model.offline, self.keeper, self.economics
+        )
+        self.meter = ContextMeter(
+            self.conversation,
+            self.keeper,
+            self.economics,
+            self.engine,
+            model,
+            self.tokens,
+            self.system_prompt,
+            toolbox.schemas,
+        )
         """The context's figures, the next call's forecast and what its prepare holds back (core/agent/meter.py)."""
         self.max_steps = max_steps
         self.allow_all = self.settings.yes if allow_all is None else allow_all
@@ -124,17 +143,32 @@ class Agent:
         self._announce: Notice | None = None  # said once, at the start of the first turn
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, model: Model | None = None, allow_all: bool | None = None,
-                      archive: Archive | None = None) -> Agent:
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        model: Model | None = None,
+        allow_all: bool | None = None,
+        archive: Archive | None = None,
+    ) -> Agent:
         """The whole stack from settings (core/agent/build.py); `archive`: one a first frame shows already."""
         stack = build_stack(settings, model, archive)
-        agent = cls(stack.model, stack.toolbox, stack.compactor, settings=stack.settings, session=stack.session,
-                    messages=stack.replay.messages, allow_all=allow_all)
+        agent = cls(
+            stack.model,
+            stack.toolbox,
+            stack.compactor,
+            settings=stack.settings,
+            session=stack.session,
+            messages=stack.replay.messages,
+            allow_all=allow_all,
+        )
         agent.keeper.take_over(stack.replay.compactions, stack.replay.pins, stack.replay.ledger)
         agent.thinking.adopt(stack.replay.messages, stack.replay.meta.get("model"))
         if stack.resumed is not None:
             agent.conversation.resumed_from = str(stack.resumed)
-            agent._announce = Notice(f"resumed {plural(len(stack.replay.messages), 'message')} from {stack.resumed}")
+            agent._announce = Notice(
+                f"resumed {plural(len(stack.replay.messages), 'message')} from {stack.resumed}"
+            )
         return agent
 
     def take_resume_notice(self) -> Notice | None:
@@ -233,7 +267,9 @@ class Agent:
                         yield notice
             if turn.error is not None:
                 yield self.conversation.log(ErrorEvent(turn.error, turn.error_kind))
-            if notice := await self.conversation.saved():  # the turn is on disk (or says why not) before it ends
+            if (
+                notice := await self.conversation.saved()
+            ):  # the turn is on disk (or says why not) before it ends
                 yield notice
             turn.finished = True
             usage = dict(turn.response.usage) if turn.response is not None and turn.error is None else {}
@@ -260,11 +296,15 @@ class Agent:
                 yield event
             measured = await self.measure()
             yield measured
-            if not self.model.offline and (problem := self.thinking.problem(self.conversation.history, self.model.name)):
+            if not self.model.offline and (
+                problem := self.thinking.problem(self.conversation.history, self.model.name)
+            ):
                 turn.fail(problem, "thinking")
                 return
             turn.response = None
-            await self.economics.start(measured, self.system_prompt, self.toolbox.schemas, self.conversation.history)
+            await self.economics.start(
+                measured, self.system_prompt, self.toolbox.schemas, self.conversation.history
+            )
             try:
                 async with contextlib.aclosing(self._call_model(turn)) as stream:
                     async for event in stream:
@@ -276,7 +316,9 @@ class Agent:
                     turn.fail(str(error), error.kind)
                     return
                 if reactive_retries >= self.compactor.settings.max_reactive_retries:
-                    turn.fail(f"the API still refuses the context after reactive compaction: {error}", error.kind)
+                    turn.fail(
+                        f"the API still refuses the context after reactive compaction: {error}", error.kind
+                    )
                     return
                 reactive_retries += 1
                 failed = None
@@ -290,7 +332,9 @@ class Agent:
                     return
                 continue
             response = turn.response
-            for step in self.engine.read(response):  # the API's own steps (before the call's sample, which names them)
+            for step in self.engine.read(
+                response
+            ):  # the API's own steps (before the call's sample, which names them)
                 yield step
             for event in self.economics.finish(response):
                 yield event
@@ -354,8 +398,12 @@ class Agent:
 
     async def _call_model(self, turn: Turn) -> AsyncGenerator[AgentEvent, None]:
         """Stream one model call; the complete reply lands in `turn.response`."""
-        stream = self.model.stream(system=self.system_prompt, messages=self.conversation.history,
-                                   tools=self.toolbox.schemas, max_tokens=self.settings.max_tokens)
+        stream = self.model.stream(
+            system=self.system_prompt,
+            messages=self.conversation.history,
+            tools=self.toolbox.schemas,
+            max_tokens=self.settings.max_tokens,
+        )
         async with contextlib.aclosing(stream):  # type: ignore[type-var]  # the protocol says AsyncIterator
             async for chunk in stream:
                 if isinstance(chunk, TextChunk):
@@ -368,7 +416,9 @@ class Agent:
     async def _record_reply(self, turn: Turn, response: ModelResponse) -> AsyncGenerator[AgentEvent, None]:
         """Append the complete assistant message; its tool calls become the batch to answer."""
         if response.prompt_tokens:
-            self.meter.last_input_tokens = response.prompt_tokens  # with caching, input_tokens is only the uncached part
+            self.meter.last_input_tokens = (
+                response.prompt_tokens
+            )  # with caching, input_tokens is only the uncached part
         content = [block for block in response.content if isinstance(block, dict)]
         if not content:
             content = [{"type": "text", "text": "(no reply)"}]
@@ -395,7 +445,9 @@ class Agent:
             tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
             yield ToolCallStarted(tool_use_id, name, tool_input)
             allowed = True
-            if self.toolbox.needs_permission(name, tool_input) and not (self.allow_all or name in self.allowed_for_session):
+            if self.toolbox.needs_permission(name, tool_input) and not (
+                self.allow_all or name in self.allowed_for_session
+            ):
                 reply: asyncio.Future[str] = asyncio.get_running_loop().create_future()
                 preview = await self.toolbox.permission_preview(name, tool_input)
                 turn.waiting = reply
@@ -408,7 +460,9 @@ class Agent:
             started = time.monotonic()
             output = ToolOutput(PERMISSION_DENIED, is_error=True)
             if allowed:
-                turn.running = ToolRun(self.toolbox, tool_use_id, name, tool_input, self.settings.tool_output_limit)
+                turn.running = ToolRun(
+                    self.toolbox, tool_use_id, name, tool_input, self.settings.tool_output_limit
+                )
                 async for delta in turn.running.events():
                     yield delta
                 output, turn.running = turn.running.output or output, None
@@ -417,7 +471,11 @@ class Agent:
                 compact_requested = True
                 focus = tool_input.get("focus")
                 compact_focus = str(focus) if focus else compact_focus
-            result: Message = {"type": "tool_result", "tool_use_id": block.get("id"), "content": output.content}
+            result: Message = {
+                "type": "tool_result",
+                "tool_use_id": block.get("id"),
+                "content": output.content,
+            }
             if output.is_error:
                 result["is_error"] = True
             turn.answered.append(result)
@@ -540,7 +598,9 @@ class Agent:
         """Save a request too long for the context in the archive; returns the short message to send instead."""
         return await self.keeper.archive_request(text)
 
-    async def compact(self, focus: str | None = None, summary: str | None = None) -> AsyncIterator[AgentEvent]:
+    async def compact(
+        self, focus: str | None = None, summary: str | None = None
+    ) -> AsyncIterator[AgentEvent]:
         """Compact the history now, on the user's request (the focus goes into the summary request);
         `summary` (e.g. a reviewed `draft_summary`) is used exactly as given instead of asking the model."""
         async for event in self._user_compaction("compact_history", focus, summary):

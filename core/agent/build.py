@@ -66,10 +66,14 @@ def build_stack(settings: Settings, model: Model | None = None, archive: Archive
         spill_byte_limit=settings.spill_byte_limit,
         glob_time_budget=settings.glob_time_budget,
     )
-    compactor = Compactor(archive, summarize=summarizer(model, settings.summary_instructions),
-                          settings=settings.compaction)
-    replay, resumed = (resume_replay(settings.state_dir, settings.resume_id, settings.undo_depth) if settings.resume
-                       else (Replay(), None))
+    compactor = Compactor(
+        archive, summarize=summarizer(model, settings.summary_instructions), settings=settings.compaction
+    )
+    replay, resumed = (
+        resume_replay(settings.state_dir, settings.resume_id, settings.undo_depth)
+        if settings.resume
+        else (Replay(), None)
+    )
     session = SessionLog.create(settings.state_dir, {"model": model.name, "workdir": str(workdir)})
     return Stack(settings, model, toolbox, compactor, session, replay, resumed)
 

@@ -37,8 +37,12 @@ class Conversation:
     """The history and its record (see the module docstring)."""
 
     def __init__(
-        self, messages: Sequence[Message] = (), *, session: SessionLog | None = None,
-        state_dir: Path | None = None, meta: dict[str, Any] | None = None,
+        self,
+        messages: Sequence[Message] = (),
+        *,
+        session: SessionLog | None = None,
+        state_dir: Path | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> None:
         self.history = History(messages)
         self.session = session
@@ -70,8 +74,12 @@ class Conversation:
         return self._changed((Splice(start, 0, (message,)),), reason)
 
     def replace(
-        self, messages: Sequence[Message], reason: str, changes: tuple[Splice, ...] | None = None,
-        parts: Sequence[Part] = (), ledger: LedgerChanged | None = None,
+        self,
+        messages: Sequence[Message],
+        reason: str,
+        changes: tuple[Splice, ...] | None = None,
+        parts: Sequence[Part] = (),
+        ledger: LedgerChanged | None = None,
     ) -> HistoryChanged | None:
         """Make the history `messages` (`changes`: the splices to it, when known); None if nothing changed.
         `parts` and `ledger`: what the change took out of the context (see `compacted`)."""
@@ -85,12 +93,19 @@ class Conversation:
         if any(True for _ in compaction_blocks(self.history)):
             after = list(self.history)
             for change in changes:
-                after[change.start:change.start + change.removed] = list(change.added)
+                after[change.start : change.start + change.removed] = list(change.added)
             check_kept(self.history, after, reason)
 
     def compacted(
-        self, changes: tuple[Splice, ...], reason: str, steps: Sequence[str], files: Sequence[str], *, undoable: bool,
-        parts: Sequence[Part] = (), ledger: LedgerChanged | None = None,
+        self,
+        changes: tuple[Splice, ...],
+        reason: str,
+        steps: Sequence[str],
+        files: Sequence[str],
+        *,
+        undoable: bool,
+        parts: Sequence[Part] = (),
+        ledger: LedgerChanged | None = None,
     ) -> HistoryChanged | None:
         """Apply a compaction's splices; the session log says first that the change is a compaction
         (its steps and files), so a replay can offer undo for it again. `parts` split the splices by
@@ -103,8 +118,13 @@ class Conversation:
             self.session.compaction(reason, steps, files)
         return self._apply(changes, reason, parts, ledger)
 
-    def _apply(self, changes: tuple[Splice, ...], reason: str, parts: Sequence[Part] = (),
-               ledger: LedgerChanged | None = None) -> HistoryChanged:
+    def _apply(
+        self,
+        changes: tuple[Splice, ...],
+        reason: str,
+        parts: Sequence[Part] = (),
+        ledger: LedgerChanged | None = None,
+    ) -> HistoryChanged:
         self.guard(changes, reason)
         self.history.apply(changes)
         if self.session is not None:
@@ -113,17 +133,26 @@ class Conversation:
             self.record_ledger(ledger)
         return self._changed(changes, reason, parts, ledger or None)
 
-    def _changed(self, changes: tuple[Splice, ...], reason: str, parts: Sequence[Part] = (),
-                 ledger: LedgerChanged | None = None) -> HistoryChanged:
+    def _changed(
+        self,
+        changes: tuple[Splice, ...],
+        reason: str,
+        parts: Sequence[Part] = (),
+        ledger: LedgerChanged | None = None,
+    ) -> HistoryChanged:
         facts = self.facts.apply(changes, parts)
-        return HistoryChanged(len(self.history), self.history.chars, changes, reason, facts=facts, ledger=ledger)
+        return HistoryChanged(
+            len(self.history), self.history.chars, changes, reason, facts=facts, ledger=ledger
+        )
 
     # --- the session log -------------------------------------------------------------------------
 
     def log(self, event: AgentEvent) -> AgentEvent:
         """Record the events the session log keeps (steps, notices, errors, each call's sample: what
         `ctxtui inspect --report` reads the session's cache economics from); hand the event back."""
-        if self.session is not None and isinstance(event, CompactionStep | Notice | ErrorEvent | ContextSampled):
+        if self.session is not None and isinstance(
+            event, CompactionStep | Notice | ErrorEvent | ContextSampled
+        ):
             self.session.event(event)
         return event
 
@@ -172,7 +201,9 @@ class Conversation:
 
     # --- sessions ----------------------------------------------------------------------------------
 
-    def start_new(self, messages: Sequence[Message], reason: str, facts: FactIndex | None = None) -> HistoryChanged:
+    def start_new(
+        self, messages: Sequence[Message], reason: str, facts: FactIndex | None = None
+    ) -> HistoryChanged:
         """The history becomes `messages` in a new session file (the old one is closed; archives and
         old sessions stay on disk). Its facts start over (`facts`: the index of `messages` when the
         caller built it, with what the archive holds); the change carries the whole new report."""

@@ -61,7 +61,9 @@ def api_reason(response: ModelResponse) -> str | None:
 class Economics:
     """The timeline and the cache's accounts of one agent (see the module docstring)."""
 
-    def __init__(self, model: Model, settings: Settings, tokens: TokenCounter, clock: Clock | None = None) -> None:
+    def __init__(
+        self, model: Model, settings: Settings, tokens: TokenCounter, clock: Clock | None = None
+    ) -> None:
         self.model = model
         self.timing = settings.compaction_timing
         self.ttl = settings.cache_ttl
@@ -116,7 +118,9 @@ class Economics:
         invalidated, break_even = tracker.cost(step.changed_at, step.saved, self.price, self.clock())
         ratio = tracker.tokens_per_char()
         saved = round(step.saved * ratio) if ratio is not None else None
-        return replace(step, cache_invalidated_tokens=invalidated, break_even_calls=break_even, saved_tokens=saved)
+        return replace(
+            step, cache_invalidated_tokens=invalidated, break_even_calls=break_even, saved_tokens=saved
+        )
 
     def priced(self, steps: Sequence[CompactionStep]) -> list[CompactionStep]:
         """Steps that have not happened (a preview), priced in order as if they did."""
@@ -129,16 +133,22 @@ class Economics:
             tracker.change(step.changed_at, step.step)
         return priced
 
-    def track(self, changed: HistoryChanged | None, history: Sequence[Message], by: str | None,
-              before_chars: int | None = None) -> HistoryChanged | None:
+    def track(
+        self,
+        changed: HistoryChanged | None,
+        history: Sequence[Message],
+        by: str | None,
+        before_chars: int | None = None,
+    ) -> HistoryChanged | None:
         """A change of the history outside the pipeline (a steering action `by`, or None: the user's
         turn rewrote its request): followed, and priced when `before_chars` is given."""
         if changed is None or not changed.changes or not self.online:
             return changed
         position = self._position(changed, history)
         if before_chars is not None and self.online:
-            invalidated, break_even = self.tracker.cost(position, before_chars - changed.chars, self.price,
-                                                        self.clock())
+            invalidated, break_even = self.tracker.cost(
+                position, before_chars - changed.chars, self.price, self.clock()
+            )
             changed = replace(changed, cache_invalidated_tokens=invalidated, break_even_calls=break_even)
         self.tracker.change(position, by)
         return changed
@@ -211,8 +221,14 @@ class Economics:
             return None
         steps = self.priced(await keeper.preview(request))
         frontier = self.tracker.frontier
-        breaking = [step for step in steps if step.changed_at is not None and frontier is not None
-                    and step.changed_at < frontier and (step.saved > 0 or step.step == "compact_history")]
+        breaking = [
+            step
+            for step in steps
+            if step.changed_at is not None
+            and frontier is not None
+            and step.changed_at < frontier
+            and (step.saved > 0 or step.step == "compact_history")
+        ]
         if not breaking or self._pays_back(breaking):
             return None
         assert self.tracker.expires_at is not None
@@ -231,8 +247,9 @@ class Economics:
 
     # --- a call ------------------------------------------------------------------------------------
 
-    async def start(self, measured: ContextMeasured, system: str, tools: Sequence[Any],
-                    messages: Sequence[Message]) -> None:
+    async def start(
+        self, measured: ContextMeasured, system: str, tools: Sequence[Any], messages: Sequence[Message]
+    ) -> None:
         """A request goes out now: its sample, and (online) its fingerprint and the miss it will have."""
         sample = self.timeline.start(measured.chars, measured.messages, measured.tokens)
         now = self.clock()
@@ -245,7 +262,9 @@ class Economics:
             change = prefix_change(base, request) if miss is not None and base is not None else None
             sample = replace(sample, cache_miss=miss, prefix_change=PrefixChange(*change) if change else None)
             if self.timing == "cache-aware":
-                self._estimate = await asyncio.to_thread(estimate_request, self.tokens, system, messages, tools)
+                self._estimate = await asyncio.to_thread(
+                    estimate_request, self.tokens, system, messages, tools
+                )
             self._pending = (request, now, sample)
         self.timeline.amend(sample)
 
@@ -261,22 +280,31 @@ class Economics:
         request, started, _ = pending
         usage = Usage.from_figures(response.usage)
         if unknown := unknown_figures(response.usage):
-            events.append(Notice(f"the API's usage gave no count for {', '.join(unknown)}: shown as unknown",
-                                 "warning"))
+            events.append(
+                Notice(f"the API's usage gave no count for {', '.join(unknown)}: shown as unknown", "warning")
+            )
         reason = api_reason(response)
         miss = self.tracker.settle(request, done.cache_miss, usage.figure("cache_read_tokens"), self.clock())
         if miss is not None and reason is not None and reason != "none":
             miss = replace(miss, api_reason=reason)
-        if reason is not None and agrees(miss.cause if miss else None, None if reason == "none" else reason) is False:
+        if (
+            reason is not None
+            and agrees(miss.cause if miss else None, None if reason == "none" else reason) is False
+        ):
             ours = miss.describe() if miss is not None else "the whole cached prefix reused"
             events.append(Notice(f"cache: ctxtui sees {ours}; the API's diagnosis is {reason}"))
         self.tracker.answered(request, usage, started)
         if self._estimate and usage.prompt_figure:
             self._ratio = usage.prompt_figure / self._estimate
-        done = self.timeline.amend(replace(
-            done, cache_miss=miss, api_miss_reason=reason, cache_expires_at=self.tracker.expires_at,
-            hit_rate=self.tracker.hit_rate,
-        ))
+        done = self.timeline.amend(
+            replace(
+                done,
+                cache_miss=miss,
+                api_miss_reason=reason,
+                cache_expires_at=self.tracker.expires_at,
+                hit_rate=self.tracker.hit_rate,
+            )
+        )
         return [ContextSampled(done, self.timeline.session_cost), *events]
 
     def abandon(self, reason: str) -> None:

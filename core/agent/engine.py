@@ -31,13 +31,17 @@ new (no new ledger entry) is no step (no event, no timeline mark): it was said w
 class EngineRunner:
     """The server engine's side of the turn (inactive for the client engine and offline)."""
 
-    def __init__(self, engine: ServerEngine | None, offline: bool, keeper: ContextKeeper,
-                 economics: Economics) -> None:
+    def __init__(
+        self, engine: ServerEngine | None, offline: bool, keeper: ContextKeeper, economics: Economics
+    ) -> None:
         self.engine = None if offline else engine
         self.keeper = keeper
         self.economics = economics
-        self.notice = Notice(f"engine {engine.kind} needs the API: offline, the client pipeline runs", "warning") \
-            if engine is not None and offline else None
+        self.notice = (
+            Notice(f"engine {engine.kind} needs the API: offline, the client pipeline runs", "warning")
+            if engine is not None and offline
+            else None
+        )
         """Said once at the start of the first turn."""
 
     @property
@@ -51,8 +55,10 @@ class EngineRunner:
         if engine is None:
             return None
         if engine.kind == "server-clear":
-            return (f"the API clears old tool results (all but the newest {engine.clear_keep_tool_uses}) once a "
-                    f"request reaches {engine.clear_trigger_tokens:,} input tokens")
+            return (
+                f"the API clears old tool results (all but the newest {engine.clear_keep_tool_uses}) once a "
+                f"request reaches {engine.clear_trigger_tokens:,} input tokens"
+            )
         return f"the API compacts the conversation once a request reaches {engine.compact_trigger_tokens:,} input tokens"
 
     def read(self, response: ModelResponse | None) -> list[CompactionStep]:
@@ -62,10 +68,21 @@ class EngineRunner:
         if self.engine is None or response is None:
             return []
         conversation = self.keeper.conversation
-        known = {entry.tool_use_id or f"thinking:{entry.span[0] if entry.span else ''}"
-                 for entry in self.keeper.ledger.entries if entry.step.startswith("server:")}
-        steps = server_steps(self.engine, response.context_management, response.content, conversation.history,
-                             conversation.chars, conversation.session_file(), known, response.iterations)
+        known = {
+            entry.tool_use_id or f"thinking:{entry.span[0] if entry.span else ''}"
+            for entry in self.keeper.ledger.entries
+            if entry.step.startswith("server:")
+        }
+        steps = server_steps(
+            self.engine,
+            response.context_management,
+            response.content,
+            conversation.history,
+            conversation.chars,
+            conversation.session_file(),
+            known,
+            response.iterations,
+        )
         steps = [step for step in steps if step.ledger or step.step not in REPEATED_CLEARING]
         if not steps:
             return []
@@ -79,6 +96,11 @@ class EngineRunner:
         timeline = self.economics.timeline
         if timeline.samples:
             sample = timeline.samples[-1]
-            timeline.amend(replace(sample, steps=(*sample.steps, *(step.step for step in stamped)),
-                                   saved=(*sample.saved, *(step.saved for step in stamped))))
+            timeline.amend(
+                replace(
+                    sample,
+                    steps=(*sample.steps, *(step.step for step in stamped)),
+                    saved=(*sample.saved, *(step.saved for step in stamped)),
+                )
+            )
         return stamped

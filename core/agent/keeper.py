@@ -65,8 +65,14 @@ class ContextKeeper:
     """Keeps the conversation's context under its limit, and takes the user's hand on it."""
 
     def __init__(
-        self, compactor: Compactor, conversation: Conversation, *, undo_depth: int, auto_compact: bool = True,
-        call_number: Callable[[], int] | None = None, count_tokens: Callable[[str], int] | None = None,
+        self,
+        compactor: Compactor,
+        conversation: Conversation,
+        *,
+        undo_depth: int,
+        auto_compact: bool = True,
+        call_number: Callable[[], int] | None = None,
+        count_tokens: Callable[[str], int] | None = None,
     ) -> None:
         self.compactor = compactor
         self.conversation = conversation
@@ -145,7 +151,9 @@ class ContextKeeper:
         assert outcome is not None
         # what the steps before a failed one did is applied, and can be undone like any compaction
         try:
-            changed = self._compacted(steps, outcome, reason if outcome.error is None else f"{reason} (partial)", call)
+            changed = self._compacted(
+                steps, outcome, reason if outcome.error is None else f"{reason} (partial)", call
+            )
         except SignedBlockError as error:
             yield ErrorEvent(str(error), "compaction")
             return
@@ -154,12 +162,17 @@ class ContextKeeper:
             if notice := self._lost_notice(changed):
                 yield notice
         if outcome.error is not None:
-            label = {"prepare": "compaction", "compact_history": "compact",
-                     "reactive_compact": "reactive compaction"}.get(reason, reason)
+            label = {
+                "prepare": "compaction",
+                "compact_history": "compact",
+                "reactive_compact": "reactive compaction",
+            }.get(reason, reason)
             going_on = "; going on with the context as it is" if reason == "prepare" else ""
             yield ErrorEvent(f"{label}: {outcome.error}{going_on}", "compaction")
 
-    def _compacted(self, steps: list[CompactionStep], outcome: Outcome, reason: str, call: int) -> HistoryChanged | None:
+    def _compacted(
+        self, steps: list[CompactionStep], outcome: Outcome, reason: str, call: int
+    ) -> HistoryChanged | None:
         """Apply a compaction's splices, add what its steps took out to the ledger, and remember it for
         undo (the list before it is copied first: the history changes in place)."""
         if not outcome.changes:
@@ -167,10 +180,13 @@ class ContextKeeper:
         before = tuple(self.conversation.history)
         names = tuple(step.step for step in steps)
         files = tuple(path for step in steps for path in step.files_written)
-        parts: list[Part] = [(len(part.changes), self.ledger.stamp(part.step.ledger, call)) for part in outcome.parts]
+        parts: list[Part] = [
+            (len(part.changes), self.ledger.stamp(part.step.ledger, call)) for part in outcome.parts
+        ]
         ledger = self.ledger.adding([entry for _, entries in parts for entry in entries])
-        changed = self.conversation.compacted(outcome.changes, reason, names, files, undoable=bool(self.undo_depth),
-                                              parts=parts, ledger=ledger)
+        changed = self.conversation.compacted(
+            outcome.changes, reason, names, files, undoable=bool(self.undo_depth), parts=parts, ledger=ledger
+        )
         self.ledger.apply(ledger)
         if names and changed is not None:
             self._remember(Compaction(names, before, tuple(self.conversation.history), files))
@@ -183,7 +199,9 @@ class ContextKeeper:
         if not lost:
             return None
         verb = "is" if len(lost) == 1 else "are"
-        notice = Notice(f"{len(lost)} of your constraints {verb} no longer visible: {'; '.join(lost)}", "warning")
+        notice = Notice(
+            f"{len(lost)} of your constraints {verb} no longer visible: {'; '.join(lost)}", "warning"
+        )
         self.conversation.log(notice)
         return notice
 
@@ -224,8 +242,11 @@ class ContextKeeper:
             except ArchiveError:
                 restorable = False
             removed = [result_entry("drop", history, *found, path, restorable)]
-            entries = await asyncio.to_thread(count_removed, removed, self.count_tokens) \
-                if self.count_tokens is not None else (removed[0][0],)
+            entries = (
+                await asyncio.to_thread(count_removed, removed, self.count_tokens)
+                if self.count_tokens is not None
+                else (removed[0][0],)
+            )
         entries = self.ledger.stamp(entries, self.call_number())
         ledger = self.ledger.adding(entries)
         changed = self.conversation.replace(messages, "drop", parts=[(-1, entries)], ledger=ledger)
@@ -268,7 +289,11 @@ class ContextKeeper:
         for index in reversed(facts.holders(kind, text)):
             key = user_pin_key(history[index])
             # not the current request: a summary holds that in its marker, and a pin does not follow it there
-            if key is not None and history[index].get("content") != request and (kind, text) in dict(facts_of(history[index])):
+            if (
+                key is not None
+                and history[index].get("content") != request
+                and (kind, text) in dict(facts_of(history[index]))
+            ):
                 if key in self.pinned:
                     return None, Notice(f"the message with {text!r} is pinned already: every step keeps it")
                 self._set_pins(self.pinned | {key})
@@ -278,7 +303,9 @@ class ContextKeeper:
         key = user_pin_key(note)
         assert key is not None
         self._set_pins(self.pinned | {key})
-        return changed, self._pins_notice(f"kept {text!r}: added as a pinned note ({key}), every step keeps it")
+        return changed, self._pins_notice(
+            f"kept {text!r}: added as a pinned note ({key}), every step keeps it"
+        )
 
     @property
     def pinned(self) -> frozenset[str]:
@@ -295,7 +322,9 @@ class ContextKeeper:
         if pin_target(self.conversation.history, key) is None:
             if key.startswith(USER_PIN_PREFIX):
                 raise SteeringError(f"no user message {key!r} in the context")
-            raise SteeringError(f"no tool result for {key!r} in the context (tool results and user messages can be pinned)")
+            raise SteeringError(
+                f"no tool result for {key!r} in the context (tool results and user messages can be pinned)"
+            )
         self._set_pins(self.pinned | {key})
         return self._pins_notice(f"pinned {what}: every compaction step keeps it byte-exact")
 
@@ -338,34 +367,62 @@ class ContextKeeper:
             target = pin_target(history, key)
             if target is not None:
                 index, block_index = target
-                parts.append(history[index] if block_index is None else history[index]["content"][block_index])
+                parts.append(
+                    history[index] if block_index is None else history[index]["content"][block_index]
+                )
         return estimate_chars(parts)
 
     def _pins_notice(self, text: str) -> Notice:
         size = self.pinned_chars() if self.pinned else 0
         if size > self.limit:
-            notice = Notice(f"{text}; the pinned items alone are {size:,} chars, over the {self.limit:,}-char "
-                            "limit: compaction cannot bring the context under it (unpin some)", "warning")
+            notice = Notice(
+                f"{text}; the pinned items alone are {size:,} chars, over the {self.limit:,}-char "
+                "limit: compaction cannot bring the context under it (unpin some)",
+                "warning",
+            )
         else:
             notice = Notice(text)
         self.conversation.log(notice)
         return notice
 
-    def next_call(self, steps: list[CompactionStep], held: CompactionHeld | None, timing: str) -> NextCallPreview:
+    def next_call(
+        self, steps: list[CompactionStep], held: CompactionHeld | None, timing: str
+    ) -> NextCallPreview:
         """The forecast of the next call: its steps, the tool results they would shorten, the pins,
         whether compaction is paused, the timing in force, what waits for the cache and, when it would
         summarise, the visible facts only the summary could keep."""
         files = {path for step in steps for path in step.files_written}
-        shortened = frozenset(
-            tool_use_id for message in self.conversation.history if message.get("role") == "user"
-            for tool_use_id in tool_result_ids(message)
-            if self.archive.expected_tool_result_path(tool_use_id) in files
-        ) if files else frozenset()
-        at_risk = review_summary(self.conversation.facts.report(), None, self.conversation.history,
-                                 self.conversation.request, self.pinned).dropped \
-            if any(step.step == "compact_history" for step in steps) else ()
-        return NextCallPreview(tuple(steps), shortened, self.pinned, not self.auto_compact, timing,
-                               held.steps if held is not None else (), at_risk)
+        shortened = (
+            frozenset(
+                tool_use_id
+                for message in self.conversation.history
+                if message.get("role") == "user"
+                for tool_use_id in tool_result_ids(message)
+                if self.archive.expected_tool_result_path(tool_use_id) in files
+            )
+            if files
+            else frozenset()
+        )
+        at_risk = (
+            review_summary(
+                self.conversation.facts.report(),
+                None,
+                self.conversation.history,
+                self.conversation.request,
+                self.pinned,
+            ).dropped
+            if any(step.step == "compact_history" for step in steps)
+            else ()
+        )
+        return NextCallPreview(
+            tuple(steps),
+            shortened,
+            self.pinned,
+            not self.auto_compact,
+            timing,
+            held.steps if held is not None else (),
+            at_risk,
+        )
 
     def recompact_warning(self, steps: list[CompactionStep]) -> Notice | None:
         """After an undo: a warning when the next call's `steps` would compact again."""
@@ -374,7 +431,9 @@ class ContextKeeper:
             return None
         notice = Notice(
             f"automatic compaction is on: the next call would run {' + '.join(dict.fromkeys(fired))} again; "
-            "pause it, or compact with a focus instead", "warning")
+            "pause it, or compact with a focus instead",
+            "warning",
+        )
         self.conversation.log(notice)
         return notice
 
@@ -382,7 +441,9 @@ class ContextKeeper:
         """What the next prepare would do now, step by step (writes nothing, calls no model)."""
         return await self.compactor.dry_run(self.conversation.history, request, hold)
 
-    async def draft_summary(self, request: str, focus: str | None = None) -> tuple[str, tuple[SummaryUsage, ...]]:
+    async def draft_summary(
+        self, request: str, focus: str | None = None
+    ) -> tuple[str, tuple[SummaryUsage, ...]]:
         """A summary of the history as a manual compact would ask for it, and its call's usage;
         changes nothing."""
         if not self.conversation.history:
@@ -411,7 +472,9 @@ class ContextKeeper:
         self.compactor.pinned = frozenset()
         self.ledger = Ledger()
 
-    def take_over(self, records: Sequence[Compaction], pins: Sequence[str], ledger: Sequence[LedgerEntry] = ()) -> None:
+    def take_over(
+        self, records: Sequence[Compaction], pins: Sequence[str], ledger: Sequence[LedgerEntry] = ()
+    ) -> None:
         """A resumed history's undo records (those that still lead to it), pins (those still in it) and
         ledger become this session's, and the new session file starts with them."""
         self.ledger = Ledger(ledger)
@@ -421,11 +484,12 @@ class ContextKeeper:
         following: Sequence[Message] = self.conversation.history
         for record in reversed(records):  # newest first: what each left must start what followed it
             if len(following) < len(record.after) or any(
-                    a != b for a, b in zip(following, record.after, strict=False)):
+                a != b for a, b in zip(following, record.after, strict=False)
+            ):
                 break
             usable.append(record)
             following = record.before
-        self.compactions = usable[::-1][-self.undo_depth:] if self.undo_depth else []
+        self.compactions = usable[::-1][-self.undo_depth :] if self.undo_depth else []
         self.conversation.log_resumed(self.compactions)
         kept = frozenset(pin_targets(self.conversation.history, pins))
         if kept:

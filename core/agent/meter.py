@@ -32,8 +32,15 @@ class ContextMeter:
     """Measures the conversation's context and what the next request will be."""
 
     def __init__(
-        self, conversation: Conversation, keeper: ContextKeeper, economics: Economics, engine: EngineRunner,
-        model: Model, tokens: TokenCounter, system_prompt: str, tools: Sequence[dict[str, Any]],
+        self,
+        conversation: Conversation,
+        keeper: ContextKeeper,
+        economics: Economics,
+        engine: EngineRunner,
+        model: Model,
+        tokens: TokenCounter,
+        system_prompt: str,
+        tools: Sequence[dict[str, Any]],
     ) -> None:
         self.conversation = conversation
         self.keeper = keeper
@@ -54,13 +61,24 @@ class ContextMeter:
             tokens = await self.tokens.count_async(history)
         except Exception:
             tokens = None
-        return ContextMeasured(chars=history.chars, limit=self.keeper.limit, messages=len(history), tokens=tokens,
-                               input_tokens=self.last_input_tokens)
+        return ContextMeasured(
+            chars=history.chars,
+            limit=self.keeper.limit,
+            messages=len(history),
+            tokens=tokens,
+            input_tokens=self.last_input_tokens,
+        )
 
     async def count_next_request(self, debounce: float = 0.0) -> TokenCount:
         """The size of the next request: exact from the model's count_tokens, else the labelled estimate."""
-        return await count_next_request(self.model, self.tokens, system=self.system_prompt,
-                                        messages=self.conversation.history, tools=list(self.tools), debounce=debounce)
+        return await count_next_request(
+            self.model,
+            self.tokens,
+            system=self.system_prompt,
+            messages=self.conversation.history,
+            tools=list(self.tools),
+            debounce=debounce,
+        )
 
     async def window(self) -> Window:
         """The model's context window: the Models API's figure, else the table, else unknown."""
@@ -83,7 +101,9 @@ class ContextMeter:
         steps, held = await self.next_steps() if self.keeper.auto_compact else ([], None)
         if busy():
             return None
-        return replace(self.keeper.next_call(steps, held, self.economics.timing), server=self.engine.forecast())
+        return replace(
+            self.keeper.next_call(steps, held, self.economics.timing), server=self.engine.forecast()
+        )
 
     async def plan(self, request: str) -> tuple[bool, CompactionHeld | None]:
         """What the next prepare holds back: (hold, held). `hold`: only tool_result_budget runs, under

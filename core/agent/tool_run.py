@@ -27,7 +27,9 @@ JOIN_SECONDS = 0.05
 class ToolRun:
     """Runs one tool call; see the module docstring."""
 
-    def __init__(self, toolbox: ToolBox, tool_use_id: str, name: str, tool_input: dict[str, Any], limit: int) -> None:
+    def __init__(
+        self, toolbox: ToolBox, tool_use_id: str, name: str, tool_input: dict[str, Any], limit: int
+    ) -> None:
         self.toolbox = toolbox
         self.tool_use_id = tool_use_id
         self.name = name

@@ -50,7 +50,8 @@ class Turn:
         done = {result.get("tool_use_id") for result in self.answered}
         return [*self.answered] + [
             interrupted_result(str(block.get("id")), self._interrupted_text(str(block.get("id"))))
-            for block in self.batch if block.get("id") not in done
+            for block in self.batch
+            if block.get("id") not in done
         ]
 
     def _interrupted_text(self, tool_use_id: str) -> str:
@@ -78,8 +79,10 @@ class Turn:
 
 def not_run(batch: list[Message]) -> list[Message]:
     """Error results for the tool calls of a reply cut at the context window (they are not run)."""
-    return [{"type": "tool_result", "tool_use_id": block.get("id"), "content": NOT_RUN, "is_error": True}
-            for block in batch]
+    return [
+        {"type": "tool_result", "tool_use_id": block.get("id"), "content": NOT_RUN, "is_error": True}
+        for block in batch
+    ]
 
 
 __all__ = ["NOT_RUN", "WINDOW_EXCEEDED", "Turn", "not_run"]

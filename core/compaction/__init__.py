@@ -20,10 +20,13 @@ if TYPE_CHECKING:
     from core.compaction.pipeline import Compactor
     from core.compaction.settings import CompactionError, CompactionSettings
 
-__getattr__ = lazy_exports(__name__, {
-    "Compactor": "core.compaction.pipeline",
-    "CompactionError": "core.compaction.settings",
-    "CompactionSettings": "core.compaction.settings",
-})
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Compactor": "core.compaction.pipeline",
+        "CompactionError": "core.compaction.settings",
+        "CompactionSettings": "core.compaction.settings",
+    },
+)
 
 __all__ = ["CompactionError", "CompactionSettings", "Compactor"]

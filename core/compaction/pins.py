@@ -22,32 +22,50 @@ def is_pinned(pinned: frozenset[str], block: dict[str, Any]) -> bool:
 
 
 def _pinned_results(pinned: frozenset[str], message: Message) -> list[dict[str, Any]]:
-    return [block for block in message["content"]
-            if isinstance(block, dict) and block.get("type") == "tool_result" and is_pinned(pinned, block)]
+    return [
+        block
+        for block in message["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_result" and is_pinned(pinned, block)
+    ]
 
 
-def pinned_result_indices(pinned: frozenset[str], messages: Sequence[Message], start: int, end: int) -> list[int]:
+def pinned_result_indices(
+    pinned: frozenset[str], messages: Sequence[Message], start: int, end: int
+) -> list[int]:
     """Indices in [start, end) of tool_result messages answering their tool_use with a pinned result."""
     if not pinned:
         return []
-    return [index for index in range(max(start, 1), end)
-            if is_tool_result(messages[index]) and has_tool_use(messages[index - 1])
-            and _pinned_results(pinned, messages[index])]
+    return [
+        index
+        for index in range(max(start, 1), end)
+        if is_tool_result(messages[index])
+        and has_tool_use(messages[index - 1])
+        and _pinned_results(pinned, messages[index])
+    ]
 
 
-def pinned_user_indices(pinned: frozenset[str], messages: Sequence[Message], start: int, end: int) -> list[int]:
+def pinned_user_indices(
+    pinned: frozenset[str], messages: Sequence[Message], start: int, end: int
+) -> list[int]:
     """Indices in [start, end) of the user messages pinned by their `user_pin_key`."""
     keys = {key for key in pinned if key.startswith(USER_PIN_PREFIX)}
     if not keys:
         return []
-    return [index for index in range(max(start, 0), end)
-            if messages[index].get("role") == "user" and user_pin_key(messages[index]) in keys]
+    return [
+        index
+        for index in range(max(start, 0), end)
+        if messages[index].get("role") == "user" and user_pin_key(messages[index]) in keys
+    ]
 
 
 def pinned_messages(pinned: frozenset[str], messages: Sequence[Message], start: int, end: int) -> set[int]:
     """The pinned messages inside [start, end): every pinned pair (tool_use and tool_result) and
     every pinned user message."""
-    pairs = {index for result in pinned_result_indices(pinned, messages, start + 1, end) for index in (result - 1, result)}
+    pairs = {
+        index
+        for result in pinned_result_indices(pinned, messages, start + 1, end)
+        for index in (result - 1, result)
+    }
     return pairs | set(pinned_user_indices(pinned, messages, start, end))
 
 
@@ -59,9 +77,14 @@ def carried_pins(pinned: frozenset[str], messages: Sequence[Message], request: s
     for index in pinned_result_indices(pinned, messages, 1, len(messages)):
         results = _pinned_results(pinned, messages[index])
         ids = {str(block.get("tool_use_id")) for block in results}
-        uses = [block for block in messages[index - 1]["content"]
-                if isinstance(block, dict) and block.get("type") == "tool_use" and str(block.get("id")) in ids]
-        carried.append((index, [{"role": "assistant", "content": uses}, {"role": "user", "content": results}]))
+        uses = [
+            block
+            for block in messages[index - 1]["content"]
+            if isinstance(block, dict) and block.get("type") == "tool_use" and str(block.get("id")) in ids
+        ]
+        carried.append(
+            (index, [{"role": "assistant", "content": uses}, {"role": "user", "content": results}])
+        )
     for index in pinned_user_indices(pinned, messages, 0, len(messages)):
         if messages[index].get("content") != request:
             carried.append((index, [messages[index]]))
@@ -77,13 +100,23 @@ def request_pinned(pinned: frozenset[str], request: str) -> bool:
 def holding(pinned: frozenset[str], request: str, limit: int) -> str:
     """One line on what keeps the history over the limit, for the warning in a step's event."""
     if len(request) > limit:
-        return (f"the current request alone is {len(request):,} chars, over the {limit:,} limit: "
-                "shorten it or save it as a file the model can read")
+        return (
+            f"the current request alone is {len(request):,} chars, over the {limit:,} limit: "
+            "shorten it or save it as a file the model can read"
+        )
     if pinned:
         users = sum(key.startswith(USER_PIN_PREFIX) for key in pinned)
         results = len(pinned) - users
-        held = ", ".join(part for part in (f"{results} pinned result(s)" if results else "",
-                                           f"{users} pinned message(s)" if users else "") if part)
-        return (f"what remains (the current request, {held} and the newest "
-                f"messages) cannot be shortened below {limit:,} chars: unpin some to free room")
+        held = ", ".join(
+            part
+            for part in (
+                f"{results} pinned result(s)" if results else "",
+                f"{users} pinned message(s)" if users else "",
+            )
+            if part
+        )
+        return (
+            f"what remains (the current request, {held} and the newest "
+            f"messages) cannot be shortened below {limit:,} chars: unpin some to free room"
+        )
     return f"what remains (the current request and the newest messages) cannot be shortened below {limit:,} chars"

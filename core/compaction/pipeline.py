@@ -63,6 +63,8 @@ from core.model.base import SummaryUsage
 from core.text import plural
 
 Message = dict[str, Any]
+
+
 def _discard(_: CompactionStep) -> None:
     """Where a step called directly reports when nobody listens."""
 
@@ -105,8 +107,14 @@ class Compactor:
         its event to `on_event` at once."""
         if self._run is not None:
             return self._run
-        return CompactionRun(self.archive, self._sizer, messages, sink=self.on_event or _discard,
-                             count_tokens=self.count_tokens, restore_limit=self.settings.context_char_limit)
+        return CompactionRun(
+            self.archive,
+            self._sizer,
+            messages,
+            sink=self.on_event or _discard,
+            count_tokens=self.count_tokens,
+            restore_limit=self.settings.context_char_limit,
+        )
 
     # --- step 1 --------------------------------------------------------------------------------
 
@@ -142,21 +150,30 @@ class Compactor:
             if is_pinned(self.pinned, block):
                 continue
             text = result_text(block.get("content", ""))
-            item = Replacement(index, block_index, block, text, None, text[: settings.persisted_preview_chars])
+            item = Replacement(
+                index, block_index, block, text, None, text[: settings.persisted_preview_chars]
+            )
             item.old_size = message_chars(block.get("content", ""))
-            replacement = persisted_output(self.archive.expected_tool_result_path(item.tool_use_id), item.preview)
+            replacement = persisted_output(
+                self.archive.expected_tool_result_path(item.tool_use_id), item.preview
+            )
             if message_chars(replacement) >= item.old_size:
                 continue
             plan.append(item)
             total += len(replacement) - sizes[block_index]
         return await self._step_run(messages).apply_plan(
-            messages, plan, lambda item: persisted_output(item.saved_path, item.preview),
-            "tool_result_budget", lambda done: f"{len(done)} large result(s) persisted",
+            messages,
+            plan,
+            lambda item: persisted_output(item.saved_path, item.preview),
+            "tool_result_budget",
+            lambda done: f"{len(done)} large result(s) persisted",
         )
 
     # --- step 2 --------------------------------------------------------------------------------
 
-    async def snip_compact(self, messages: Sequence[Message], active_request: str | None = None) -> list[Message]:
+    async def snip_compact(
+        self, messages: Sequence[Message], active_request: str | None = None
+    ) -> list[Message]:
         """Step 2, every call: once there are `snip_trigger_messages` messages, cut the middle.
 
         The whole list goes to a transcript first; what stays is the first `snip_keep_head`
@@ -179,8 +196,12 @@ class Compactor:
         estimate = plan.result(messages, TRANSCRIPT_PATH_ESTIMATE, active_request)
         if plan.outweighs(messages, estimate):
             measured = self._sizer.sizes(messages)
-            await run.not_applied("snip_compact", list_chars(measured, len(measured)), plan.chars(measured, estimate),
-                                    f"the marker would be larger than the {plural(plan.archived_now, 'message')} it replaces")
+            await run.not_applied(
+                "snip_compact",
+                list_chars(measured, len(measured)),
+                plan.chars(measured, estimate),
+                f"the marker would be larger than the {plural(plan.archived_now, 'message')} it replaces",
+            )
             return unchanged(messages)
         # One pass writes the transcript (complete before anything is replaced) and measures every message.
         transcript, written = await run.transcript(messages)
@@ -190,16 +211,30 @@ class Compactor:
         changes = plan.splices(messages, result)
         after = plan.chars(sizes, result)
         if after > before:
-            await run.not_applied("snip_compact", before, after,
-                                    f"the marker would be larger than the {plural(plan.archived_now, 'message')} it replaces")
+            await run.not_applied(
+                "snip_compact",
+                before,
+                after,
+                f"the marker would be larger than the {plural(plan.archived_now, 'message')} it replaces",
+            )
             return unchanged(messages)
         gone = removed_positions(messages, plan.head_end, plan.tail_start, changes[0].added)
         removed = message_entries("snip_compact", messages, gone, transcript, sizes.__getitem__)
-        await run.emit("snip_compact", before, after, plan.archived_now, [transcript], plan.detail(),
-                       first_change(changes), removed)
+        await run.emit(
+            "snip_compact",
+            before,
+            after,
+            plan.archived_now,
+            [transcript],
+            plan.detail(),
+            first_change(changes),
+            removed,
+        )
         return run.derived(messages, result, changes, after)
 
-    def _plan_snip(self, run: CompactionRun, messages: Sequence[Message], active_request: str | None) -> SnipPlan | None:
+    def _plan_snip(
+        self, run: CompactionRun, messages: Sequence[Message], active_request: str | None
+    ) -> SnipPlan | None:
         settings = self.settings
         count = len(messages)
         if count < settings.snip_trigger_messages:
@@ -234,7 +269,9 @@ class Compactor:
         if new == 0:
             return None
         readd = active_request is not None and not request_visible(
-            [*messages[:head_end], *(messages[index] for index in kept), *messages[tail_start:]], active_request)
+            [*messages[:head_end], *(messages[index] for index in kept), *messages[tail_start:]],
+            active_request,
+        )
         return SnipPlan(head_end, tail_start, archived_before, archived_now, readd, tuple(sorted(kept)))
 
     # --- step 3 --------------------------------------------------------------------------------
@@ -279,8 +316,11 @@ class Compactor:
             projected += change
             plan.append(item)
         return await run.apply_plan(
-            messages, plan, lambda item: placeholder(item.saved_path),
-            "micro_compact", lambda done: f"{len(done)} older read result(s) replaced by placeholders",
+            messages,
+            plan,
+            lambda item: placeholder(item.saved_path),
+            "micro_compact",
+            lambda done: f"{len(done)} older read result(s) replaced by placeholders",
         )
 
     async def fit_tool_results(self, messages: Sequence[Message], target_chars: int) -> list[Message]:
@@ -333,7 +373,11 @@ class Compactor:
             return text
 
         return await run.apply_plan(
-            messages, plan, lambda item: persisted_output(item.saved_path, item.preview), "fit_tool_results", detail,
+            messages,
+            plan,
+            lambda item: persisted_output(item.saved_path, item.preview),
+            "fit_tool_results",
+            detail,
         )
 
     def _plan_fit(
@@ -357,7 +401,10 @@ class Compactor:
     # --- step 4 --------------------------------------------------------------------------------
 
     async def compact_history(
-        self, messages: Sequence[Message], active_request: str, focus: str | None = None,
+        self,
+        messages: Sequence[Message],
+        active_request: str,
+        focus: str | None = None,
         summary: str | None = None,
     ) -> list[Message]:
         """Step 4, only if still over the limit (and for the compact tool / command).
@@ -380,19 +427,34 @@ class Compactor:
         `summary`, when given (a draft the user reviewed and maybe edited), is used as the summary
         exactly as it is, and the model is not called.
         """
-        return as_list((await self._finish(self.compact_events(messages, active_request, focus, summary))).messages)
+        return as_list(
+            (await self._finish(self.compact_events(messages, active_request, focus, summary))).messages
+        )
 
     async def _summary_step(
-        self, run: CompactionRun, messages: Sequence[Message], request: str, focus: str | None, *,
-        strict: bool, summary: str | None = None,
+        self,
+        run: CompactionRun,
+        messages: Sequence[Message],
+        request: str,
+        focus: str | None,
+        *,
+        strict: bool,
+        summary: str | None = None,
     ) -> AsyncIterator[Report]:
         """compact_history's work (see its docstring); yields the retries and usage of its summary call."""
         before = self.estimate_chars(messages)
         if strict and request_oversize(request, self.settings.context_char_limit):
             return  # no summary can bring it under the limit (the agent said so once)
         if run.dry:
-            await run.emit("compact_history", before, before, len(messages), (),
-                           "would run next: the summary needs the model, so the figures after it are unknown", (0, 0))
+            await run.emit(
+                "compact_history",
+                before,
+                before,
+                len(messages),
+                (),
+                "would run next: the summary needs the model, so the figures after it are unknown",
+                (0, 0),
+            )
             return
         if summary is not None and not summary.strip():
             raise CompactionError("the summary is empty; history left as it was")
@@ -410,15 +472,20 @@ class Compactor:
         changes = (Splice(0, len(messages), tuple(result)),)
         after = self.estimate_chars(run.sized(messages, result, changes))
         if after >= before if strict else after > before and after > self.settings.context_char_limit:
-            await run.not_applied("compact_history", before, after,
-                                  f"the summary message would be larger than the history; {self._holding(request)}")
+            await run.not_applied(
+                "compact_history",
+                before,
+                after,
+                f"the summary message would be larger than the history; {self._holding(request)}",
+            )
             return
         details = [f"focus: {focus}"] if focus else []
         if after > self.settings.context_char_limit:
             details.append(self._holding(request))
         removed = cut_entries("compact_history", messages, len(messages), result, transcript, sizes)
-        await run.emit("compact_history", before, after, len(messages), [transcript], "; ".join(details), (0, 0),
-                       removed)
+        await run.emit(
+            "compact_history", before, after, len(messages), [transcript], "; ".join(details), (0, 0), removed
+        )
         run.derived(messages, result, changes, after)
 
     async def reactive_compact(self, messages: Sequence[Message], active_request: str) -> list[Message]:
@@ -434,45 +501,70 @@ class Compactor:
         """
         return as_list((await self._finish(self.reactive_events(messages, active_request))).messages)
 
-    async def _reactive_step(self, run: CompactionRun, messages: Sequence[Message], request: str) -> AsyncIterator[Report]:
+    async def _reactive_step(
+        self, run: CompactionRun, messages: Sequence[Message], request: str
+    ) -> AsyncIterator[Report]:
         """reactive_compact's work (see its docstring); yields the retries and usage of its summary calls."""
         before = self.estimate_chars(messages)
         transcript, sizes = await run.transcript(messages)
         after = before
         # keep the newest messages; if that is not smaller, keep none (a cut at 0 also keeps none)
-        cuts = dict.fromkeys(reactive_cut(messages, keep) or len(messages)
-                             for keep in (self.settings.reactive_keep_messages, 0))
+        cuts = dict.fromkeys(
+            reactive_cut(messages, keep) or len(messages)
+            for keep in (self.settings.reactive_keep_messages, 0)
+        )
         for tail_start in cuts:
             old_history = messages[:tail_start]
             summary = ""
-            async for event in summary_events(self.summarize, old_history, None, transcript, self._input_limit):
+            async for event in summary_events(
+                self.summarize, old_history, None, transcript, self._input_limit
+            ):
                 if isinstance(event, str):
                     summary = event
                 else:
                     yield event
-            head = {"role": "user", "content": summary_message("Reactive compact", request, summary, transcript)}
+            head = {
+                "role": "user",
+                "content": summary_message("Reactive compact", request, summary, transcript),
+            }
             carried = carried_pins(self.pinned, old_history, request)
             tail = list(messages[tail_start:])
-            readd = request_last(carried, request, request_pinned(self.pinned, request)) \
-                if not request_visible(tail, request) else []
+            readd = (
+                request_last(carried, request, request_pinned(self.pinned, request))
+                if not request_visible(tail, request)
+                else []
+            )
             added = (head, *carried, *readd)
             result = [*added, *tail]
             changes = (Splice(0, tail_start, added),)
             after = self.estimate_chars(run.sized(messages, result, changes))
             if after < before:
                 removed = cut_entries("reactive_compact", messages, tail_start, added, transcript, sizes)
-                await run.emit("reactive_compact", before, after, len(old_history), [transcript],
-                               "everything summarised" if not tail else "", (0, 0), removed)
+                await run.emit(
+                    "reactive_compact",
+                    before,
+                    after,
+                    len(old_history),
+                    [transcript],
+                    "everything summarised" if not tail else "",
+                    (0, 0),
+                    removed,
+                )
                 run.derived(messages, result, changes, after)
                 return
-        await run.not_applied("reactive_compact", before, after, "the summary would not make the refused history smaller")
-        raise CompactionError(f"the summary cannot make the {before:,}-char request the API refused any smaller "
-                              f"(it comes to {after:,} chars); nothing was sent again")
+        await run.not_applied(
+            "reactive_compact", before, after, "the summary would not make the refused history smaller"
+        )
+        raise CompactionError(
+            f"the summary cannot make the {before:,}-char request the API refused any smaller "
+            f"(it comes to {after:,} chars); nothing was sent again"
+        )
 
     # --- the calls -----------------------------------------------------------------------------
 
-    async def prepare_events(self, messages: Sequence[Message], active_request: str,
-                             hold: bool = False, masking: bool = False) -> AsyncIterator[CompactionEvent]:
+    async def prepare_events(
+        self, messages: Sequence[Message], active_request: str, hold: bool = False, masking: bool = False
+    ) -> AsyncIterator[CompactionEvent]:
         """The pipeline before a model call, as it happens (see the module docstring); the input is
         never mutated. A failed step ends it with an `Outcome` whose `error` is set and whose messages
         are what the steps before it made (lossless). `hold`: only tool_result_budget runs (the
@@ -480,22 +572,31 @@ class Compactor:
         `masking`: tool_result_budget, and micro_compact over the limit; never a snip or a summary
         (observation masking alone, as `ctxtui replay`'s "masking" engine measures it)."""
         async for event in self._call(
-                messages, lambda run: self._pipeline(run, messages, active_request, hold, masking)):
+            messages, lambda run: self._pipeline(run, messages, active_request, hold, masking)
+        ):
             yield event
 
     async def compact_events(
-        self, messages: Sequence[Message], active_request: str, focus: str | None = None, summary: str | None = None,
+        self,
+        messages: Sequence[Message],
+        active_request: str,
+        focus: str | None = None,
+        summary: str | None = None,
     ) -> AsyncIterator[CompactionEvent]:
         """compact_history now (the compact tool, the user), as it happens."""
 
         async def body(run: CompactionRun) -> AsyncIterator[Report | None]:
-            async for retry in self._summary_step(run, messages, active_request, focus, strict=False, summary=summary):
+            async for retry in self._summary_step(
+                run, messages, active_request, focus, strict=False, summary=summary
+            ):
                 yield retry
 
         async for event in self._call(messages, body):
             yield event
 
-    async def reactive_events(self, messages: Sequence[Message], active_request: str) -> AsyncIterator[CompactionEvent]:
+    async def reactive_events(
+        self, messages: Sequence[Message], active_request: str
+    ) -> AsyncIterator[CompactionEvent]:
         """reactive_compact (the API refused the prompt), as it happens."""
 
         async def body(run: CompactionRun) -> AsyncIterator[Report | None]:
@@ -506,7 +607,11 @@ class Compactor:
             yield event
 
     async def _pipeline(
-        self, run: CompactionRun, messages: Sequence[Message], request: str, hold: bool = False,
+        self,
+        run: CompactionRun,
+        messages: Sequence[Message],
+        request: str,
+        hold: bool = False,
         masking: bool = False,
     ) -> AsyncIterator[Report | None]:
         """The seed's order: lossless before lossy, each step only when the one before it did not
@@ -534,14 +639,23 @@ class Compactor:
                     yield retry
 
     async def _call(
-        self, messages: Sequence[Message], body: Callable[[CompactionRun], AsyncIterator[Report | None]],
-        *, dry: bool = False,
+        self,
+        messages: Sequence[Message],
+        body: Callable[[CompactionRun], AsyncIterator[Report | None]],
+        *,
+        dry: bool = False,
     ) -> AsyncGenerator[CompactionEvent, None]:
         """Run `body` as this compactor's one call: its steps out as they are done, then the Outcome."""
         if self._run is not None:
             raise RuntimeError("the compactor is already running a call")
-        run = self._run = CompactionRun(self.archive, self._sizer, messages, dry=dry, count_tokens=self.count_tokens,
-                                        restore_limit=self.settings.context_char_limit)
+        run = self._run = CompactionRun(
+            self.archive,
+            self._sizer,
+            messages,
+            dry=dry,
+            count_tokens=self.count_tokens,
+            restore_limit=self.settings.context_char_limit,
+        )
         try:
             async for event in run.drive(body(run)):
                 yield event
@@ -571,7 +685,9 @@ class Compactor:
         """
         return (await self._finish(self.prepare_events(messages, active_request))).changes
 
-    async def dry_run(self, messages: Sequence[Message], active_request: str, hold: bool = False) -> list[CompactionStep]:
+    async def dry_run(
+        self, messages: Sequence[Message], active_request: str, hold: bool = False
+    ) -> list[CompactionStep]:
         """The steps `prepare` would take now, with the same figures; writes nothing, calls no model.
 
         Every decision is prepare's own (the same code runs): files are named as the archive would
@@ -579,9 +695,13 @@ class Compactor:
         the step that would run next, with its `before` figure. Not for use while another call of
         this compactor is running.
         """
-        return [event async for event in self._call(
-            messages, lambda run: self._pipeline(run, messages, active_request, hold), dry=True)
-            if isinstance(event, CompactionStep)]
+        return [
+            event
+            async for event in self._call(
+                messages, lambda run: self._pipeline(run, messages, active_request, hold), dry=True
+            )
+            if isinstance(event, CompactionStep)
+        ]
 
     # --- the summary ---------------------------------------------------------------------------
 
@@ -592,8 +712,9 @@ class Compactor:
     def _holding(self, request: str) -> str:
         return holding(self.pinned, request, self.settings.context_char_limit)
 
-    async def summarize_history(self, messages: Sequence[Message], focus: str | None,
-                                transcript: str | None = None) -> tuple[str, tuple[SummaryUsage, ...]]:
+    async def summarize_history(
+        self, messages: Sequence[Message], focus: str | None, transcript: str | None = None
+    ) -> tuple[str, tuple[SummaryUsage, ...]]:
         """The model's summary of `messages` (the conversation as data, cut to the input limit), as the
         summary steps ask for it, and the call's usage; changes nothing. Raises CompactionError (one
         line) when there is no summarizer, the call fails or the summary is empty."""

@@ -79,9 +79,13 @@ class SnipPlan:
             detail += "; the current request was put back after the marker"
         return detail
 
-    def result(self, messages: Sequence[Message], transcript: str, active_request: str | None) -> list[Message]:
+    def result(
+        self, messages: Sequence[Message], transcript: str, active_request: str | None
+    ) -> list[Message]:
         marker = {"role": "user", "content": snip_marker(self.count, transcript)}
-        request = [{"role": "user", "content": active_request}] if self.request_readded and active_request else []
+        request = (
+            [{"role": "user", "content": active_request}] if self.request_readded and active_request else []
+        )
         kept = [messages[index] for index in self.kept]
         return [*messages[: self.head_end], marker, *kept, *request, *messages[self.tail_start :]]
 
@@ -125,7 +129,9 @@ class Editor:
         """What changed, as splices of the input list: one per copied message, in order."""
         return tuple(Splice(index, 1, (self.messages[index],)) for index in sorted(self.changed))
 
-    def set_block_content(self, index: int, block_index: int, content: str, old_size: int | None = None) -> None:
+    def set_block_content(
+        self, index: int, block_index: int, content: str, old_size: int | None = None
+    ) -> None:
         old = self.messages[index]
         new_blocks = list(old["content"])
         old_block = new_blocks[block_index]
@@ -154,7 +160,11 @@ def unchanged(messages: Sequence[Message]) -> list[Message]:
 
 
 def is_request_copy(message: Message, active_request: str | None) -> bool:
-    return active_request is not None and message.get("role") == "user" and message.get("content") == active_request
+    return (
+        active_request is not None
+        and message.get("role") == "user"
+        and message.get("content") == active_request
+    )
 
 
 def request_visible(messages: Sequence[Message], active_request: str) -> bool:
@@ -171,7 +181,11 @@ def reactive_cut(messages: Sequence[Message], keep: int) -> int:
     """Where the kept tail of a reactive compaction of `keep` messages starts (a pair is never split)."""
     count = len(messages)
     tail_start = max(0, count - keep)
-    if 0 < tail_start < count and is_tool_result(messages[tail_start]) and has_tool_use(messages[tail_start - 1]):
+    if (
+        0 < tail_start < count
+        and is_tool_result(messages[tail_start])
+        and has_tool_use(messages[tail_start - 1])
+    ):
         tail_start -= 1
     return tail_start
 

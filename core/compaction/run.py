@@ -66,8 +66,14 @@ class CompactionRun:
     """The state of one compactor call (see the module docstring)."""
 
     def __init__(
-        self, archive: Archive, sizer: HistorySizer, base: Sequence[Message], *,
-        dry: bool = False, sink: EventSink | None = None, count_tokens: CountTokens | None = None,
+        self,
+        archive: Archive,
+        sizer: HistorySizer,
+        base: Sequence[Message],
+        *,
+        dry: bool = False,
+        sink: EventSink | None = None,
+        count_tokens: CountTokens | None = None,
         restore_limit: int | None = None,
     ) -> None:
         self.archive = archive
@@ -86,13 +92,30 @@ class CompactionRun:
 
     # --- what the steps report -------------------------------------------------------------------
 
-    async def emit(self, step: StepName, before: int, after: int, affected: int, files: Sequence[str],
-                   detail: str = "", at: tuple[int, int] | None = None, removed: Sequence[Removed] = ()) -> None:
+    async def emit(
+        self,
+        step: StepName,
+        before: int,
+        after: int,
+        affected: int,
+        files: Sequence[str],
+        detail: str = "",
+        at: tuple[int, int] | None = None,
+        removed: Sequence[Removed] = (),
+    ) -> None:
         """Report a step; `at` is the (message, block) of the first block it changed (None: nothing),
         `removed` what it took out of the context (its ledger entries, with the values their tokens are
         counted from)."""
-        event = CompactionStep(step, before, after, affected, tuple(files), detail, changed_at=at,
-                               ledger=await self._entries(removed))
+        event = CompactionStep(
+            step,
+            before,
+            after,
+            affected,
+            tuple(files),
+            detail,
+            changed_at=at,
+            ledger=await self._entries(removed),
+        )
         self._emitted = event
         if self.sink is None:
             self.events.append(event)
@@ -142,14 +165,24 @@ class CompactionRun:
 
     # --- the list the steps make --------------------------------------------------------------------
 
-    def sized(self, base: Sequence[Message], result: list[Message], changes: tuple[Splice, ...],
-              chars: int | None = None) -> list[Message]:
+    def sized(
+        self,
+        base: Sequence[Message],
+        result: list[Message],
+        changes: tuple[Splice, ...],
+        chars: int | None = None,
+    ) -> list[Message]:
         """`result` is `base` with `changes`: the sizer sizes it from the changed messages only."""
         self.sizer.derive(base, result, changes, chars)
         return result
 
-    def derived(self, base: Sequence[Message], result: list[Message], changes: tuple[Splice, ...],
-                chars: int | None = None) -> list[Message]:
+    def derived(
+        self,
+        base: Sequence[Message],
+        result: list[Message],
+        changes: tuple[Splice, ...],
+        chars: int | None = None,
+    ) -> list[Message]:
         """A step returns `result`, made from `base` by `changes`: it is the run's newest list."""
         self.sized(base, result, changes, chars)
         if self.result is base:
@@ -189,8 +222,18 @@ class CompactionRun:
         if not done:
             return unchanged(messages)
         first = min((item.index, item.block_index) for item in done)
-        removed = [result_entry(step, messages, item.index, item.block_index, item.saved_path,
-                                await self._restorable(item), self._measured(messages, item)) for item in done]
+        removed = [
+            result_entry(
+                step,
+                messages,
+                item.index,
+                item.block_index,
+                item.saved_path,
+                await self._restorable(item),
+                self._measured(messages, item),
+            )
+            for item in done
+        ]
         await self.emit(step, before, editor.chars, len(editor.changed), files, detail(done), first, removed)
         return self.derived(messages, editor.messages, editor.splices(), editor.chars)
 
@@ -210,7 +253,9 @@ class CompactionRun:
         size = self._archived_sizes.get(path)
         if size is None:
             if item.text is not None and item.old_size is not None and item.block.get("content") is item.text:
-                size = self._archived_sizes[path] = item.old_size  # the planned text is the content it measured
+                size = self._archived_sizes[path] = (
+                    item.old_size
+                )  # the planned text is the content it measured
             else:
                 try:
                     text = item.text if item.text is not None else await self.archive.read_text(path)
@@ -231,7 +276,9 @@ class CompactionRun:
                 self._dry_saved.add((item.path, item.tool_use_id))
             return [item.saved_path for item in pending]
         try:
-            paths = await self.archive.save_tool_results([(item.tool_use_id, item.text or "") for item in pending])
+            paths = await self.archive.save_tool_results(
+                [(item.tool_use_id, item.text or "") for item in pending]
+            )
         except ArchiveError as error:
             raise CompactionError(f"compaction stopped, nothing replaced: {error}") from error
         for item, path in zip(pending, paths, strict=True):

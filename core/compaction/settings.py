@@ -39,8 +39,15 @@ class CompactionSettings:
         for name in ("context_char_limit", "tool_result_batch_char_limit", "summary_input_char_limit"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
-        for name in ("persisted_preview_chars", "fit_preview_chars", "keep_recent_results", "micro_min_chars",
-                     "reactive_keep_messages", "max_reactive_retries", "large_result_char_limit"):
+        for name in (
+            "persisted_preview_chars",
+            "fit_preview_chars",
+            "keep_recent_results",
+            "micro_min_chars",
+            "reactive_keep_messages",
+            "max_reactive_retries",
+            "large_result_char_limit",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
 

@@ -24,6 +24,7 @@ from core.markers import archived_path, parse_marker, placeholder, restored_mess
 
 Message = dict[str, Any]
 
+
 class SteeringError(Exception):
     """The action cannot be done; nothing was changed (the message is one line)."""
 
@@ -36,7 +37,11 @@ def find_result(messages: Sequence[Message], tool_use_id: str) -> tuple[int, int
         if message.get("role") != "user" or not isinstance(content, list):
             continue
         for block_index, block in enumerate(content):
-            if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("tool_use_id") == tool_use_id:
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_result"
+                and block.get("tool_use_id") == tool_use_id
+            ):
                 return index, block_index
     return None
 
@@ -75,7 +80,9 @@ def pin_targets(messages: Sequence[Message], keys: Iterable[str]) -> dict[str, t
     return found
 
 
-def _with_block_content(messages: Sequence[Message], index: int, block_index: int, content: Any) -> list[Message]:
+def _with_block_content(
+    messages: Sequence[Message], index: int, block_index: int, content: Any
+) -> list[Message]:
     result = list(messages)
     old = result[index]
     blocks = list(old["content"])
@@ -84,7 +91,9 @@ def _with_block_content(messages: Sequence[Message], index: int, block_index: in
     return result
 
 
-async def drop_result(messages: Sequence[Message], archive: Archive, tool_use_id: str) -> tuple[list[Message], str]:
+async def drop_result(
+    messages: Sequence[Message], archive: Archive, tool_use_id: str
+) -> tuple[list[Message], str]:
     """Archive one tool result now and leave `[Earlier tool result saved at PATH]`, as micro_compact would.
 
     Returns the new history and the path. A result that already is a placeholder is refused.
@@ -97,7 +106,11 @@ async def drop_result(messages: Sequence[Message], archive: Archive, tool_use_id
     marker = parse_marker(content)
     if marker is not None and marker.kind == "placeholder":
         raise SteeringError(f"the result of {tool_use_id} is already archived at {marker.path}")
-    if marker is not None and marker.kind == "persisted" and archive.is_own(marker.path, tool_use_id, marker.preview):
+    if (
+        marker is not None
+        and marker.kind == "persisted"
+        and archive.is_own(marker.path, tool_use_id, marker.preview)
+    ):
         # already saved whole (as micro_compact does, keep that file rather than archive the preview)
         return _with_block_content(messages, index, block_index, placeholder(marker.path)), marker.path
     try:
@@ -109,8 +122,11 @@ async def drop_result(messages: Sequence[Message], archive: Archive, tool_use_id
 
 def marker_positions(messages: Sequence[Message], path: str) -> list[tuple[int, int]]:
     """Tool results whose content is a placeholder or persisted-output block naming `path`."""
-    return [(index, block_index) for index, block_index in tool_result_positions(messages)
-            if archived_path(messages[index]["content"][block_index].get("content")) == path]
+    return [
+        (index, block_index)
+        for index, block_index in tool_result_positions(messages)
+        if archived_path(messages[index]["content"][block_index].get("content")) == path
+    ]
 
 
 def most_bytes(char_limit: int) -> int:
@@ -152,13 +168,24 @@ async def restore_result(
         )
     positions = marker_positions(messages, path)
     if positions:
-        mine = [(index, block_index) for index, block_index in positions
-                if messages[index]["content"][block_index].get("tool_use_id") in vouched_ids]
+        mine = [
+            (index, block_index)
+            for index, block_index in positions
+            if messages[index]["content"][block_index].get("tool_use_id") in vouched_ids
+        ]
         if not mine:
-            claimed = ", ".join(sorted({str(messages[index]["content"][block_index].get("tool_use_id"))
-                                        for index, block_index in positions}))
-            raise SteeringError(f"refusing to restore {path}: the archive saved it for another tool call "
-                                f"than the one whose marker names it ({claimed})")
+            claimed = ", ".join(
+                sorted(
+                    {
+                        str(messages[index]["content"][block_index].get("tool_use_id"))
+                        for index, block_index in positions
+                    }
+                )
+            )
+            raise SteeringError(
+                f"refusing to restore {path}: the archive saved it for another tool call "
+                f"than the one whose marker names it ({claimed})"
+            )
         result = list(messages)
         for index, block_index in mine:
             result = _with_block_content(result, index, block_index, text)
@@ -186,4 +213,4 @@ def undo(current: Sequence[Message], compaction: Compaction) -> list[Message]:
     # by identity first (the live case, a few ns a message); equal values do too (a resumed session)
     if len(current) < len(after) or any(a is not b and a != b for a, b in zip(current, after, strict=False)):
         raise SteeringError("the history changed since that compaction in a way undo cannot follow")
-    return [*compaction.before, *current[len(after):]]
+    return [*compaction.before, *current[len(after) :]]

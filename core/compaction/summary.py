@@ -32,19 +32,28 @@ def conversation_text(messages: Sequence[Message], limit: int = 80_000, transcri
     same messages once decoded), so no text inside can close the tag the prompt wraps it in. A cut
     text has a visible omission line between head and tail naming the transcript with the whole.
     """
-    text = json.dumps(list(messages), default=str, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+    text = (
+        json.dumps(list(messages), default=str, ensure_ascii=False)
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+    )
     if len(text) <= limit:
         return text
     head = limit // 4
     tail = limit - head
     omitted = len(text) - head - tail
-    where = f"the whole conversation is in {transcript}" if transcript else "the whole conversation is not shown"
-    return f"{text[:head]}\n{omission_marker(omitted, where)}\n{text[len(text) - tail:]}"
+    where = (
+        f"the whole conversation is in {transcript}" if transcript else "the whole conversation is not shown"
+    )
+    return f"{text[:head]}\n{omission_marker(omitted, where)}\n{text[len(text) - tail :]}"
 
 
 async def summary_events(
-summarize: Summarize | None, messages: Sequence[Message], focus: str | None, transcript: str | None,
-limit: int,
+    summarize: Summarize | None,
+    messages: Sequence[Message],
+    focus: str | None,
+    transcript: str | None,
+    limit: int,
 ) -> AsyncIterator[Retrying | SummaryUsage | str]:
     """The summary call: a `Retrying` before each retry, its `SummaryUsage`, then the summary text, last."""
     if summarize is None:

@@ -9,5 +9,12 @@ and compare.py replay a session under every engine (`ctxtui inspect FILE --compa
 from __future__ import annotations
 
 ENGINES: tuple[str, ...] = ("client", "server-clear", "server-compact")
-REPLAY_ENGINES: tuple[str, ...] = ("none", "client", "client-cache-aware", "masking", "server-clear", "server-compact")
+REPLAY_ENGINES: tuple[str, ...] = (
+    "none",
+    "client",
+    "client-cache-aware",
+    "masking",
+    "server-clear",
+    "server-compact",
+)
 """`ctxtui replay`'s engines (replay.py), named here so that the command line needs no heavy import."""

@@ -103,7 +103,9 @@ class ResultAnchors:
     used any of them."""
 
     anchors: dict[str, frozenset[str]] = field(default_factory=dict)  # tool_use_id -> its new anchors
-    last_use: dict[str, int] = field(default_factory=dict)  # tool_use_id -> last call whose reply used one (0: none)
+    last_use: dict[str, int] = field(
+        default_factory=dict
+    )  # tool_use_id -> last call whose reply used one (0: none)
     produced_before: list[int] = field(default_factory=list)  # per call: how many results precede it
     order: list[str] = field(default_factory=list)  # tool_use_ids in the order they appear
     original: dict[str, Any] = field(default_factory=dict)  # tool_use_id -> its original content

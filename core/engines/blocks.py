@@ -29,7 +29,9 @@ def is_compaction(block: Any) -> bool:
 def kept_block(data: dict[str, Any]) -> dict[str, Any]:
     """A reply's compaction block as it is kept and sent back: its own keys, `content` even when null
     (a failed compaction), the others only when the API gave them."""
-    block = {key: data[key] for key in BLOCK_KEYS if key in data and (data[key] is not None or key == "content")}
+    block = {
+        key: data[key] for key in BLOCK_KEYS if key in data and (data[key] is not None or key == "content")
+    }
     block.setdefault("content", None)
     return block
 
@@ -74,5 +76,7 @@ def check_kept(before: Sequence[Message], after: Sequence[Message], action: str)
     compaction block of `before`."""
     kept, now = _signed(before), _signed(after)
     if any(now[key] < count for key, count in kept.items()):
-        raise SignedBlockError(f"{action} refused: it would change a compaction block the server signed "
-                               "(the server would refuse it)")
+        raise SignedBlockError(
+            f"{action} refused: it would change a compaction block the server signed "
+            "(the server would refuse it)"
+        )

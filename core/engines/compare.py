@@ -71,21 +71,38 @@ class EngineRun:
     def record(self) -> dict[str, Any]:
         sizes = self.bill.sizes
         return {
-            "engine": self.engine, "calls": len(sizes), "peak_tokens": max([self.peak, *sizes]),
+            "engine": self.engine,
+            "calls": len(sizes),
+            "peak_tokens": max([self.peak, *sizes]),
             "mean_tokens": round(sum(sizes) / len(sizes)) if sizes else 0,
-            "input_tokens": self.bill.input_tokens, "cache_read_tokens": self.bill.cache_read_tokens,
-            "cache_write_tokens": self.bill.cache_write_tokens, "output_tokens": self.bill.output_tokens,
-            "cost": round(self.bill.cost, 6) if self.priced else None, "summaries": self.summaries,
-            "facts_not_visible": self.facts_not_visible, "cuts": self.cuts, "sizes": sizes,
-            "chars": self.chars, "final_chars": self.final_chars, "next_steps": self.next_steps,
+            "input_tokens": self.bill.input_tokens,
+            "cache_read_tokens": self.bill.cache_read_tokens,
+            "cache_write_tokens": self.bill.cache_write_tokens,
+            "output_tokens": self.bill.output_tokens,
+            "cost": round(self.bill.cost, 6) if self.priced else None,
+            "summaries": self.summaries,
+            "facts_not_visible": self.facts_not_visible,
+            "cuts": self.cuts,
+            "sizes": sizes,
+            "chars": self.chars,
+            "final_chars": self.final_chars,
+            "next_steps": self.next_steps,
         }
 
 
 class Replay:
     """The shared state of one engine's replay: the history it keeps, its cache, its compactor."""
 
-    def __init__(self, name: str, recorded: Recorded, settings: Settings, scratch: Path, counter: TokenCounter,
-                 memo: Memo | None = None, observe: Observer | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        recorded: Recorded,
+        settings: Settings,
+        scratch: Path,
+        counter: TokenCounter,
+        memo: Memo | None = None,
+        observe: Observer | None = None,
+    ) -> None:
         self.run = EngineRun(name)
         self.recorded = recorded
         self.settings = settings
@@ -114,7 +131,9 @@ class Replay:
         """The offline summarizer, its call counted and priced (uncached input, the summary as output)."""
         summary = await self.offline.summarize(text, focus)
         self.run.summaries += 1
-        self.cache.charge(Usage(input_tokens=self.cache.tokens_of(text), output_tokens=self.cache.tokens_of(summary)))
+        self.cache.charge(
+            Usage(input_tokens=self.cache.tokens_of(text), output_tokens=self.cache.tokens_of(summary))
+        )
         return summary
 
     def request(self) -> str:
@@ -137,12 +156,27 @@ class Replay:
     async def compact_tool(self, number: int, reply: Message | None) -> None:
         """The compact tool, as the agent runs it once its results are in: compact_history now."""
         content = reply.get("content") if reply is not None else None
-        uses = [block for block in content if isinstance(block, dict) and block.get("type") == "tool_use"
-                and block.get("name") == "compact"] if isinstance(content, list) else []
+        uses = (
+            [
+                block
+                for block in content
+                if isinstance(block, dict)
+                and block.get("type") == "tool_use"
+                and block.get("name") == "compact"
+            ]
+            if isinstance(content, list)
+            else []
+        )
         if uses:
-            focus = uses[-1].get("input", {}).get("focus") if isinstance(uses[-1].get("input"), dict) else None
-            await self._apply(number, self.compactor.compact_events(
-                self.history, current_request(self.history), str(focus) if focus else None))
+            focus = (
+                uses[-1].get("input", {}).get("focus") if isinstance(uses[-1].get("input"), dict) else None
+            )
+            await self._apply(
+                number,
+                self.compactor.compact_events(
+                    self.history, current_request(self.history), str(focus) if focus else None
+                ),
+            )
 
     async def _apply(self, number: int, events: AsyncIterator[Any]) -> None:
         outcome: Outcome | None = None
@@ -194,8 +228,11 @@ class Replay:
     def tokens(self, messages: Sequence[Message]) -> int:
         """The tokens of a request sending `messages` (its tools and system included)."""
         memo = self.cache.memo
-        return memo.tokens(list(self.recorded.tools)) + memo.tokens(self.recorded.system) + \
-            self._tokens.total(messages)
+        return (
+            memo.tokens(list(self.recorded.tools))
+            + memo.tokens(self.recorded.system)
+            + self._tokens.total(messages)
+        )
 
     def at(self, number: int) -> float | None:
         """When call `number` (1-based) was made, as the recording says (None: not recorded)."""
@@ -205,8 +242,9 @@ class Replay:
     def send(self, number: int, messages: Sequence[Message], reply: Message | None) -> None:
         """A call's request (what the model reads) priced, with its recorded reply as output."""
         self.run.chars.append(list_chars_of(self._chars.sums(messages)))
-        self.cache.request(self.recorded.system, self.recorded.tools, messages, self.output(reply),
-                           at=self.at(number))
+        self.cache.request(
+            self.recorded.system, self.recorded.tools, messages, self.output(reply), at=self.at(number)
+        )
         if self.observe is not None:
             self.observe(number, messages)
 
@@ -226,8 +264,9 @@ async def _client(replay: Replay, cache_aware: bool, masking: bool = False) -> l
         if call.reply is not None:
             replay.history.append(call.reply)
     steps = await replay.compactor.dry_run(replay.history, current_request(replay.history))
-    replay.run.next_steps = list(dict.fromkeys(step.step for step in steps
-                                               if step.saved > 0 or step.step == "compact_history"))
+    replay.run.next_steps = list(
+        dict.fromkeys(step.step for step in steps if step.saved > 0 or step.step == "compact_history")
+    )
     return replay.history
 
 
@@ -263,8 +302,13 @@ def cleared_view(replay: Replay, engine: ServerEngine, messages: list[Message]) 
 
 
 def _cleared_count(messages: Sequence[Message]) -> int:
-    return sum(1 for message in messages if isinstance(message.get("content"), list)
-               for block in message["content"] if isinstance(block, dict) and block.get("content") == CLEARED)
+    return sum(
+        1
+        for message in messages
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+        if isinstance(block, dict) and block.get("content") == CLEARED
+    )
 
 
 class ClearedView:
@@ -300,8 +344,11 @@ class ClearedView:
                 continue
             self.compacted = self.compacted or any(is_compaction(block) for block in content)
             if message.get("role") == "assistant":
-                self.uses.extend((index, str(block.get("id")), str(block.get("name"))) for block in content
-                                 if isinstance(block, dict) and block.get("type") == "tool_use")
+                self.uses.extend(
+                    (index, str(block.get("id")), str(block.get("name")))
+                    for block in content
+                    if isinstance(block, dict) and block.get("type") == "tool_use"
+                )
             else:
                 for position, block in enumerate(content):
                     if isinstance(block, dict) and block.get("type") == "tool_result":
@@ -325,7 +372,7 @@ class ClearedView:
             return messages
         older = max(0, len(self.uses) - engine.clear_keep_tool_uses)
         changed: set[int] = set()
-        for index, use_id, name in self.uses[self.counted:older]:  # the uses that became clearable
+        for index, use_id, name in self.uses[self.counted : older]:  # the uses that became clearable
             where = self.results.get(use_id)
             if name in engine.clear_exclude_tools or where is None or where[0] != index + 1:
                 continue
@@ -342,7 +389,7 @@ class ClearedView:
         if self.view is None:
             self.view, changed = [], set(self.found)
         view = self.view
-        view.extend(messages[len(view):])
+        view.extend(messages[len(view) :])
         for index in changed | {index for index in self.found if index >= kept}:
             view[index] = self.replay.cleared_copy(messages[index], tuple(self.found[index]))
         return list(view)
@@ -358,7 +405,9 @@ async def _server_clear(replay: Replay, engine: ServerEngine) -> list[Message]:
         view = clear(replay.history)
         if view is not replay.history and (not replay.run.cuts or replay.run.cuts[-1] != number):
             replay.run.cuts.append(number)
-        now = (_cleared_count(view) if clear.compacted else clear.cleared) if view is not replay.history else 0
+        now = (
+            (_cleared_count(view) if clear.compacted else clear.cleared) if view is not replay.history else 0
+        )
         if now > cleared:  # a step is a call at which the server cleared results it had not cleared before
             replay.run.steps[CLEAR_STEP] = replay.run.steps.get(CLEAR_STEP, 0) + 1
         cleared = now
@@ -374,7 +423,7 @@ async def _server_compact(replay: Replay, engine: ServerEngine) -> list[Message]
     for number, call in enumerate(replay.recorded.calls, 1):
         replay.history.extend(call.added)
         await replay.prepare(number, True)
-        seen = replay.history[seen_from(replay.history):]
+        seen = replay.history[seen_from(replay.history) :]
         reply = call.reply
         if replay.tokens(seen) >= engine.compact_trigger_tokens:
             summary = await replay.offline.summarize(dumps(seen), engine.compact_instructions or None)
@@ -382,14 +431,18 @@ async def _server_compact(replay: Replay, engine: ServerEngine) -> list[Message]
             replay.run.cuts.append(number)
             replay.run.steps[COMPACT_STEP] = replay.run.steps.get(COMPACT_STEP, 0) + 1
             block = {"type": "compaction", "content": summary}
-            replay.run.peak = max(replay.run.peak, replay.cache.request(
-                system, tools, seen, replay.cache.tokens_of(summary), sampled=False, at=replay.at(number)))
+            replay.run.peak = max(
+                replay.run.peak,
+                replay.cache.request(
+                    system, tools, seen, replay.cache.tokens_of(summary), sampled=False, at=replay.at(number)
+                ),
+            )
             seen = [{"role": "assistant", "content": [block]}, *call.added]
             reply = {"role": "assistant", "content": [block, *(call.reply or {}).get("content", [])]}
         replay.send(number, seen, call.reply)
         if reply is not None:
             replay.history.append(reply)
-    return replay.history[seen_from(replay.history):]
+    return replay.history[seen_from(replay.history) :]
 
 
 def _hidden(conversation: Sequence[Message], visible: Sequence[Message]) -> int:
@@ -413,8 +466,12 @@ async def run_engine(name: str, replay: Replay) -> list[Message]:
     if name == "none":
         return await _none(replay)
     if name.startswith("client") or name == "masking":
-        return await _client(replay, cache_aware=name != "client" and name != "masking", masking=name == "masking")
-    kind: Literal["server-clear", "server-compact"] = "server-clear" if name == "server-clear" else "server-compact"
+        return await _client(
+            replay, cache_aware=name != "client" and name != "masking", masking=name == "masking"
+        )
+    kind: Literal["server-clear", "server-compact"] = (
+        "server-clear" if name == "server-clear" else "server-compact"
+    )
     engine = ServerEngine.from_settings(replace(replay.settings, engine=kind))
     assert engine is not None
     if engine.kind == "server-clear":
@@ -434,8 +491,12 @@ def request_of(messages: Sequence[Message]) -> str:
         return found
     for message in reversed(messages):
         content = message.get("content")
-        if message.get("role") == "user" and isinstance(content, list) and content and all(
-                isinstance(block, dict) and block.get("type") == "text" for block in content):
+        if (
+            message.get("role") == "user"
+            and isinstance(content, list)
+            and content
+            and all(isinstance(block, dict) and block.get("type") == "text" for block in content)
+        ):
             return "\n".join(str(block.get("text", "")) for block in content)
     return ""
 
@@ -455,35 +516,63 @@ def _ticker(progress: Progress | None, base: int, total: int) -> Observer | None
 
 async def compare(recorded: Recorded, settings: Settings, progress: Progress | None = None) -> dict[str, Any]:
     """The contract's JSON: one record per engine (ENGINES), over the same calls."""
-    conversation = [message for call in recorded.calls for message in
-                    (*call.added, *([call.reply] if call.reply is not None else []))]
+    conversation = [
+        message
+        for call in recorded.calls
+        for message in (*call.added, *([call.reply] if call.reply is not None else []))
+    ]
     counter = TokenCounter()
     memo = Memo(counter)
     records = []
     calls = len(recorded.calls)
     for done, name in enumerate(ENGINES):
         with tempfile.TemporaryDirectory(prefix="ctxtui-compare-") as scratch:
-            replay = Replay(name, recorded, settings, Path(scratch), counter, memo,
-                            observe=_ticker(progress, done * calls, len(ENGINES) * calls))
+            replay = Replay(
+                name,
+                recorded,
+                settings,
+                Path(scratch),
+                counter,
+                memo,
+                observe=_ticker(progress, done * calls, len(ENGINES) * calls),
+            )
             visible = await run_engine(name, replay)
             replay.run.final_chars = estimate_chars(replay.history)
             replay.run.facts_not_visible = _hidden(conversation, visible)
             records.append(replay.run.record())
-    return {"file": str(recorded.inspected.path), "kind": recorded.inspected.kind,
-            "model": recorded.model or settings.model, "priced_as": priced_model(recorded, settings),
-            "engines": records}
+    return {
+        "file": str(recorded.inspected.path),
+        "kind": recorded.inspected.kind,
+        "model": recorded.model or settings.model,
+        "priced_as": priced_model(recorded, settings),
+        "engines": records,
+    }
 
 
-COLUMNS = (("engine", -18), ("calls", 5), ("peak", 7), ("mean", 7), ("input", 6), ("read", 7), ("write", 7),
-           ("cost", 6), ("sum", 3), ("lost", 4))
+COLUMNS = (
+    ("engine", -18),
+    ("calls", 5),
+    ("peak", 7),
+    ("mean", 7),
+    ("input", 6),
+    ("read", 7),
+    ("write", 7),
+    ("cost", 6),
+    ("sum", 3),
+    ("lost", 4),
+)
 """The table's columns: name and width (negative: left-aligned); a row is its cells joined by spaces."""
-NOTES = ("peak/mean: tokens read per call; input: uncached; read/write: the prompt cache",
-         "sum: summaries; lost: facts (constraints, paths, errors) not visible at the end")
+NOTES = (
+    "peak/mean: tokens read per call; input: uncached; read/write: the prompt cache",
+    "sum: summaries; lost: facts (constraints, paths, errors) not visible at the end",
+)
 
 
 def _cells(values: Sequence[Any]) -> list[str]:
-    return [f"{value:<{-width}}" if width < 0 else f"{value:>{width}}"
-            for value, (_, width) in zip(values, COLUMNS, strict=True)]
+    return [
+        f"{value:<{-width}}" if width < 0 else f"{value:>{width}}"
+        for value, (_, width) in zip(values, COLUMNS, strict=True)
+    ]
 
 
 def header_cells() -> list[str]:
@@ -494,16 +583,29 @@ def header_cells() -> list[str]:
 def row_cells(row: dict[str, Any]) -> list[str]:
     """One engine's record as the table's padded cells (the figures as the record has them)."""
     cost = f"{row['cost']:.2f}" if row["cost"] is not None else "-"
-    return _cells([row["engine"], row["calls"], _k(row["peak_tokens"]), _k(row["mean_tokens"]), _k(row["input_tokens"]),
-                   _k(row["cache_read_tokens"]), _k(row["cache_write_tokens"]), cost, row["summaries"],
-                   row["facts_not_visible"]])
+    return _cells(
+        [
+            row["engine"],
+            row["calls"],
+            _k(row["peak_tokens"]),
+            _k(row["mean_tokens"]),
+            _k(row["input_tokens"]),
+            _k(row["cache_read_tokens"]),
+            _k(row["cache_write_tokens"]),
+            cost,
+            row["summaries"],
+            row["facts_not_visible"],
+        ]
+    )
 
 
 def heading_lines(data: dict[str, Any]) -> list[str]:
     """The two lines above the table: the file and its kind, the model and what it is priced as (the
     session's bytes made visible before the lines are cut to 80 columns, so an escape cannot widen them)."""
-    return [visible(f"{data['kind']} {data['file']}")[-80:],
-            visible(f"model {data['model']}, priced as {data['priced_as']}; tokens, k = 1,000; USD")[:80]]
+    return [
+        visible(f"{data['kind']} {data['file']}")[-80:],
+        visible(f"model {data['model']}, priced as {data['priced_as']}; tokens, k = 1,000; USD")[:80],
+    ]
 
 
 COST = 7  # the cost column's place in COLUMNS
@@ -516,7 +618,9 @@ def cost_texts(costs: Sequence[float | None]) -> list[str]:
     looked equal. "-" where no price is known."""
     known = [cost for cost in costs if cost is not None]
     distinct = len({round(cost, 6) for cost in known})
-    places = next((places for places in range(2, 7) if len({f"{cost:.{places}f}" for cost in known}) == distinct), 6)
+    places = next(
+        (places for places in range(2, 7) if len({f"{cost:.{places}f}" for cost in known}) == distinct), 6
+    )
     return [f"{cost:.{places}f}" if cost is not None else "-" for cost in costs]
 
 
@@ -549,5 +653,7 @@ async def compare_file(path: Path, settings: Settings, progress: Progress | None
     from core.tools import ToolBox, Workspace
 
     workdir = settings.workdir
-    recorded = recorded_calls(path, SYSTEM_PROMPT.format(workdir=workdir), ToolBox(Workspace(workdir)).schemas)
+    recorded = recorded_calls(
+        path, SYSTEM_PROMPT.format(workdir=workdir), ToolBox(Workspace(workdir)).schemas
+    )
     return await compare(recorded, settings, progress)

@@ -41,9 +41,14 @@ class ServerEngine:
         if settings.engine == "client":
             return None
         return cls(
-            settings.engine, settings.clear_trigger_tokens, settings.clear_keep_tool_uses,
-            settings.clear_at_least_tokens, tuple(exclude_tools(settings.clear_exclude_tools)),
-            settings.clear_tool_inputs, settings.clear_thinking_keep, settings.compact_trigger_tokens,
+            settings.engine,
+            settings.clear_trigger_tokens,
+            settings.clear_keep_tool_uses,
+            settings.clear_at_least_tokens,
+            tuple(exclude_tools(settings.clear_exclude_tools)),
+            settings.clear_tool_inputs,
+            settings.clear_thinking_keep,
+            settings.compact_trigger_tokens,
             settings.compact_instructions,
         )
 
@@ -68,13 +73,18 @@ class ServerEngine:
 
     def thinking_edit(self) -> dict[str, Any]:
         """The clear_thinking_20251015 edit (keep 0 is "all": no thinking is cleared)."""
-        keep: Any = "all" if self.clear_thinking_keep == 0 else {"type": "thinking_turns",
-                                                                  "value": self.clear_thinking_keep}
+        keep: Any = (
+            "all"
+            if self.clear_thinking_keep == 0
+            else {"type": "thinking_turns", "value": self.clear_thinking_keep}
+        )
         return {"type": CLEAR_THINKING, "keep": keep}
 
     def compact_edit(self) -> dict[str, Any]:
-        edit: dict[str, Any] = {"type": COMPACT, "trigger": {"type": "input_tokens",
-                                                             "value": self.compact_trigger_tokens}}
+        edit: dict[str, Any] = {
+            "type": COMPACT,
+            "trigger": {"type": "input_tokens", "value": self.compact_trigger_tokens},
+        }
         if self.compact_instructions.strip():
             edit["instructions"] = self.compact_instructions
         return edit

@@ -33,8 +33,11 @@ def tool_uses(messages: Sequence[Message]) -> list[Use]:
         message = messages[index]
         content = message.get("content") if message.get("role") == "assistant" else None
         if isinstance(content, list):
-            found.extend((index, position, block) for position, block in enumerate(content)
-                         if isinstance(block, dict) and block.get("type") == "tool_use")
+            found.extend(
+                (index, position, block)
+                for position, block in enumerate(content)
+                if isinstance(block, dict) and block.get("type") == "tool_use"
+            )
     return found
 
 
@@ -52,15 +55,24 @@ def result_of(messages: Sequence[Message], tool_use_id: str, after: int) -> tupl
         content = messages[index].get("content")
         if isinstance(content, list):
             for position, block in enumerate(content):
-                if isinstance(block, dict) and block.get("type") == "tool_result" \
-                        and str(block.get("tool_use_id")) == tool_use_id:
+                if (
+                    isinstance(block, dict)
+                    and block.get("type") == "tool_result"
+                    and str(block.get("tool_use_id")) == tool_use_id
+                ):
                     return index, position
     return None
 
 
 def thinking_turns(messages: Sequence[Message]) -> list[int]:
     """The assistant messages the server reads that hold thinking, oldest first."""
-    return [index for index in range(seen_from(messages), len(messages))
-            if messages[index].get("role") == "assistant" and isinstance(messages[index].get("content"), list)
-            and any(isinstance(block, dict) and block.get("type") in ("thinking", "redacted_thinking")
-                    for block in messages[index]["content"])]
+    return [
+        index
+        for index in range(seen_from(messages), len(messages))
+        if messages[index].get("role") == "assistant"
+        and isinstance(messages[index].get("content"), list)
+        and any(
+            isinstance(block, dict) and block.get("type") in ("thinking", "redacted_thinking")
+            for block in messages[index]["content"]
+        )
+    ]

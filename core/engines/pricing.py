@@ -43,8 +43,11 @@ class Bill:
 
     def billed_input(self, ttl: str = "5m") -> float:
         """Input-token equivalents at the cache's prices: uncached + writes x 1.25 (5m) + reads x 0.1."""
-        return self.input_tokens + WRITE_SHARE.get(ttl, 1.25) * self.cache_write_tokens \
+        return (
+            self.input_tokens
+            + WRITE_SHARE.get(ttl, 1.25) * self.cache_write_tokens
             + READ_SHARE * self.cache_read_tokens
+        )
 
 
 class Memo:
@@ -114,14 +117,18 @@ class Running:
 class PrefixCache:
     """The prompt cache of one replay, and its bill."""
 
-    def __init__(self, counter: TokenCounter, price: Price | None, ttl: str = "5m", memo: Memo | None = None) -> None:
+    def __init__(
+        self, counter: TokenCounter, price: Price | None, ttl: str = "5m", memo: Memo | None = None
+    ) -> None:
         self.counter = counter
         self.price = price
         self.ttl = ttl
         self.bill = Bill()
         self.memo = memo or Memo(counter)
         self._tokens = Running(self.memo.tokens)
-        self._head: tuple[str, str] | None = None  # the cached request's tools and system (None: nothing cached)
+        self._head: tuple[str, str] | None = (
+            None  # the cached request's tools and system (None: nothing cached)
+        )
         self._messages: list[Any] = []  # the cached request's messages
         self._expires: float | None = None
 
@@ -131,8 +138,11 @@ class PrefixCache:
     def elements(self, system: Any, tools: Sequence[Any], messages: Sequence[Any]) -> list[str]:
         """The request in the cache's order (tools, system, messages), one JSON text per element."""
         text = self.memo.text
-        return [text(tools if isinstance(tools, list) else list(tools)), text(system),
-                *(text(message) for message in messages)]
+        return [
+            text(tools if isinstance(tools, list) else list(tools)),
+            text(system),
+            *(text(message) for message in messages),
+        ]
 
     def cached_messages(self) -> int:
         """How many messages the previous request cached."""
@@ -146,13 +156,21 @@ class PrefixCache:
         """The leading messages of a request the cached one holds: the same objects, then equal texts."""
         shared = same_prefix(self._messages, messages)
         text = self.memo.text
-        while shared < min(len(self._messages), len(messages)) \
-                and text(self._messages[shared]) == text(messages[shared]):
+        while shared < min(len(self._messages), len(messages)) and text(self._messages[shared]) == text(
+            messages[shared]
+        ):
             shared += 1
         return shared
 
-    def request(self, system: Any, tools: Sequence[Any], messages: Sequence[Any], output: int = 0,
-                sampled: bool = True, at: float | None = None) -> int:
+    def request(
+        self,
+        system: Any,
+        tools: Sequence[Any],
+        messages: Sequence[Any],
+        output: int = 0,
+        sampled: bool = True,
+        at: float | None = None,
+    ) -> int:
         """One request (an iteration of a call) at time `at`: what it reads from the cache and writes,
         priced with `output` tokens; returns the tokens it sent. `sampled`: a call's own size (not a
         compaction's)."""
@@ -164,8 +182,16 @@ class PrefixCache:
         if self.warm(at) and self._head == head:
             shared = self._shared(messages)
             read = head_tokens + (sums[shared - 1] if shared else 0)
-        usage = Usage(input_tokens=total, output_tokens=output) if total < MIN_CACHEABLE else \
-            Usage(input_tokens=0, output_tokens=output, cache_read_tokens=read, cache_creation_tokens=total - read)
+        usage = (
+            Usage(input_tokens=total, output_tokens=output)
+            if total < MIN_CACHEABLE
+            else Usage(
+                input_tokens=0,
+                output_tokens=output,
+                cache_read_tokens=read,
+                cache_creation_tokens=total - read,
+            )
+        )
         if total >= MIN_CACHEABLE:
             self._head, self._messages = head, list(messages)
         else:

@@ -92,8 +92,11 @@ class Watch:
 
     def __call__(self, number: int, messages: Sequence[Message]) -> None:
         self.last = messages
-        produced = self.results.order[: self.results.produced_before[number - 1]] \
-            if number - 1 < len(self.results.produced_before) else self.results.order
+        produced = (
+            self.results.order[: self.results.produced_before[number - 1]]
+            if number - 1 < len(self.results.produced_before)
+            else self.results.order
+        )
         if len(produced) == len(self.removed_at):
             return
         carried: set[str] = set()
@@ -112,10 +115,15 @@ def _intact_function(results: ResultAnchors) -> Callable[[Message], frozenset[st
     def intact(message: Message) -> frozenset[str]:
         found = memo.get(id(message))
         if found is None or found[0] is not message:
-            ids = frozenset(str(block.get("tool_use_id")) for block in result_blocks(message)
-                            if str(block.get("tool_use_id")) in original
-                            and (block.get("content") is original[str(block.get("tool_use_id"))]
-                                 or block.get("content") == original[str(block.get("tool_use_id"))]))
+            ids = frozenset(
+                str(block.get("tool_use_id"))
+                for block in result_blocks(message)
+                if str(block.get("tool_use_id")) in original
+                and (
+                    block.get("content") is original[str(block.get("tool_use_id"))]
+                    or block.get("content") == original[str(block.get("tool_use_id"))]
+                )
+            )
             found = memo[id(message)] = (message, ids)
         return found[1]
 
@@ -133,13 +141,16 @@ def archive_anchors(scratch: Path, index: AnchorIndex) -> set[str]:
     transcripts = scratch / ".transcripts"
     for path in sorted(transcripts.glob("*.jsonl")) if transcripts.is_dir() else []:
         for line in path.read_text(encoding="utf-8", errors="replace").split("\n"):
-            message = parse_json(line) if line.strip() else None  # core/jsonlines.py: a bad line costs that line
+            message = (
+                parse_json(line) if line.strip() else None
+            )  # core/jsonlines.py: a bad line costs that line
             found |= index.of_message(message) if isinstance(message, dict) else set()
     return found
 
 
-def _engine_record(replay: Replay, watch: Watch, results: ResultAnchors, index: AnchorIndex,
-                   recoverable: set[str]) -> dict[str, Any]:
+def _engine_record(
+    replay: Replay, watch: Watch, results: ResultAnchors, index: AnchorIndex, recoverable: set[str]
+) -> dict[str, Any]:
     bill = replay.run.bill
     sizes = bill.sizes
     referenced = sum(1 for use_id, call in watch.removed_at.items() if results.referenced_from(use_id, call))
@@ -154,13 +165,17 @@ def _engine_record(replay: Replay, watch: Watch, results: ResultAnchors, index: 
             else:
                 lost += 1
     return {
-        "calls": len(sizes), "input_chars": sum(replay.run.chars),
+        "calls": len(sizes),
+        "input_chars": sum(replay.run.chars),
         "input_tokens": bill.input_tokens + bill.cache_read_tokens + bill.cache_write_tokens,
         "billed_input_tokens": round(bill.billed_input(replay.settings.cache_ttl), 1),
         "cost_usd": round(bill.cost, 6) if replay.run.priced else None,
-        "peak_tokens": max([replay.run.peak, *sizes]) if sizes else 0, "sum_tokens": sum(sizes),
-        "steps": dict(sorted(replay.run.steps.items())), "summaries": replay.run.summaries,
-        "removed": len(watch.removed_at), "referenced_later": referenced,
+        "peak_tokens": max([replay.run.peak, *sizes]) if sizes else 0,
+        "sum_tokens": sum(sizes),
+        "steps": dict(sorted(replay.run.steps.items())),
+        "summaries": replay.run.summaries,
+        "removed": len(watch.removed_at),
+        "referenced_later": referenced,
         "anchors": {"kept": kept, "recoverable": recovered, "lost": lost},
     }
 
@@ -174,15 +189,22 @@ def variants_of(engines: Sequence[str], settings: Settings) -> list[Variant]:
     return [(name, name, settings) for name in engines]
 
 
-async def replay_recorded(recorded: Recorded, settings: Settings, engines: Sequence[str] = ENGINES,
-                          counter: TokenCounter | None = None,
-                          variants: Sequence[Variant] | None = None) -> dict[str, Any]:
+async def replay_recorded(
+    recorded: Recorded,
+    settings: Settings,
+    engines: Sequence[str] = ENGINES,
+    counter: TokenCounter | None = None,
+    variants: Sequence[Variant] | None = None,
+) -> dict[str, Any]:
     """One file's calls under each engine (or each variant): its per-trajectory record (with each
     engine's regret and anchors, which the totals add up)."""
     counter = counter or TokenCounter()
     memo = Memo(counter)
-    conversation = [message for call in recorded.calls
-                    for message in (*call.added, *([call.reply] if call.reply is not None else []))]
+    conversation = [
+        message
+        for call in recorded.calls
+        for message in (*call.added, *([call.reply] if call.reply is not None else []))
+    ]
     results = analyse(conversation)
     intact = _intact_function(results)
     index = AnchorIndex()
@@ -198,13 +220,22 @@ async def replay_recorded(recorded: Recorded, settings: Settings, engines: Seque
             if name.startswith("server"):
                 recoverable |= index.of_request(replay.history)
             records[label] = _engine_record(replay, watch, results, index, recoverable)
-    return {"file": str(recorded.inspected.path), "kind": recorded.inspected.kind,
-            "model": recorded.model, "calls": len(recorded.calls), "results": len(results.order),
-            "engines": records}
+    return {
+        "file": str(recorded.inspected.path),
+        "kind": recorded.inspected.kind,
+        "model": recorded.model,
+        "calls": len(recorded.calls),
+        "results": len(results.order),
+        "engines": records,
+    }
 
 
-def replay_file(path: Path, settings: Settings, engines: Sequence[str] = ENGINES,
-                variants: Sequence[Variant] | None = None) -> dict[str, Any]:
+def replay_file(
+    path: Path,
+    settings: Settings,
+    engines: Sequence[str] = ENGINES,
+    variants: Sequence[Variant] | None = None,
+) -> dict[str, Any]:
     """`replay_recorded` of the file at `path` (ReplayError, one line, when it cannot be read)."""
     return asyncio.run(replay_recorded(load(path), settings, engines, variants=variants))
 
@@ -229,8 +260,13 @@ def find_files(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
     problems: list[str] = []
     for path in paths:
         if path.is_dir():
-            found.extend(sorted(child for child in path.rglob("*") if child.is_file()
-                                and child.name.endswith(SUFFIXES) and ".ctxtui" not in child.parts))
+            found.extend(
+                sorted(
+                    child
+                    for child in path.rglob("*")
+                    if child.is_file() and child.name.endswith(SUFFIXES) and ".ctxtui" not in child.parts
+                )
+            )
         elif path.is_file():
             found.append(path)
         else:
@@ -238,9 +274,14 @@ def find_files(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
     return list(dict.fromkeys(found)), problems
 
 
-def replay_many(files: Sequence[Path], settings: Settings, engines: Sequence[str] = ENGINES, workers: int = 0,
-                progress: Callable[[int, int], None] | None = None,
-                variants: Sequence[Variant] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+def replay_many(
+    files: Sequence[Path],
+    settings: Settings,
+    engines: Sequence[str] = ENGINES,
+    workers: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+    variants: Sequence[Variant] | None = None,
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Every file replayed (in `workers` processes; 0: one per core, 1: in this process); the
     per-trajectory records in file order and one line per file that could not be read."""
     chosen = tuple(variants) if variants is not None else None
@@ -255,7 +296,9 @@ def replay_many(files: Sequence[Path], settings: Settings, engines: Sequence[str
     else:
         import multiprocessing
 
-        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+        context = multiprocessing.get_context(
+            "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        )
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             # the largest first, so that no worker is left with a big one at the end
             order = sorted(range(len(tasks)), key=lambda i: -_size(tasks[i][0]))
@@ -280,8 +323,17 @@ def _size(path: Path) -> int:
         return 0
 
 
-SUMMED = ("calls", "input_chars", "input_tokens", "billed_input_tokens", "cost_usd", "sum_tokens", "removed",
-          "referenced_later", "summaries")
+SUMMED = (
+    "calls",
+    "input_chars",
+    "input_tokens",
+    "billed_input_tokens",
+    "cost_usd",
+    "sum_tokens",
+    "removed",
+    "referenced_later",
+    "summaries",
+)
 
 
 def _share(engine: Sequence[float], none: Sequence[float]) -> float:
@@ -289,7 +341,9 @@ def _share(engine: Sequence[float], none: Sequence[float]) -> float:
     return 1 - sum(engine) / base if base else 0.0
 
 
-def interval(engine: Sequence[float], none: Sequence[float], seed: int, resamples: int = BOOTSTRAP) -> list[float]:
+def interval(
+    engine: Sequence[float], none: Sequence[float], seed: int, resamples: int = BOOTSTRAP
+) -> list[float]:
     """The 2.5th and 97.5th percentiles of the saved share over bootstrap resamples of the trajectories."""
     count = len(none)
     if count == 0:
@@ -306,8 +360,11 @@ def interval(engine: Sequence[float], none: Sequence[float], seed: int, resample
 def summarise(records: Sequence[dict[str, Any]], engines: Sequence[str], seed: int = 0) -> dict[str, Any]:
     """The contract's JSON from the per-trajectory records."""
     out: dict[str, Any] = {}
-    base = [record["engines"]["none"]["billed_input_tokens"] for record in records] \
-        if "none" in engines else None
+    base = (
+        [record["engines"]["none"]["billed_input_tokens"] for record in records]
+        if "none" in engines
+        else None
+    )
     for name in engines:
         rows = [record["engines"][name] for record in records]
         totals = {key: sum(row[key] or 0 for row in rows) for key in SUMMED}
@@ -324,21 +381,41 @@ def summarise(records: Sequence[dict[str, Any]], engines: Sequence[str], seed: i
             saved = {"share": round(_share(billed, base), 4), "ci95": interval(billed, base, seed)}
         priced = all(row["cost_usd"] is not None for row in rows)
         out[name] = {
-            "calls": int(totals["calls"]), "input_chars": int(totals["input_chars"]),
-            "input_tokens": int(totals["input_tokens"]), "billed_input_tokens": round(totals["billed_input_tokens"]),
+            "calls": int(totals["calls"]),
+            "input_chars": int(totals["input_chars"]),
+            "input_tokens": int(totals["input_tokens"]),
+            "billed_input_tokens": round(totals["billed_input_tokens"]),
             "cost_usd": round(totals["cost_usd"], 4) if priced else None,
             "peak_tokens": max((row["peak_tokens"] for row in rows), default=0),
             "mean_tokens": round(totals["sum_tokens"] / totals["calls"]) if totals["calls"] else 0,
-            "steps": dict(sorted(steps.items())), "summaries": int(totals["summaries"]),
+            "steps": dict(sorted(steps.items())),
+            "summaries": int(totals["summaries"]),
             "saved_vs_none": saved,
-            "regret": {"removed": int(totals["removed"]), "referenced_later": int(totals["referenced_later"]),
-                       "share": round(totals["referenced_later"] / totals["removed"], 4) if totals["removed"] else 0.0},
+            "regret": {
+                "removed": int(totals["removed"]),
+                "referenced_later": int(totals["referenced_later"]),
+                "share": round(totals["referenced_later"] / totals["removed"], 4)
+                if totals["removed"]
+                else 0.0,
+            },
             "anchors": anchors,
         }
     return {
-        "trajectories": len(records), "calls": sum(record["calls"] for record in records), "engines": out,
-        "per_trajectory": [{"file": record["file"], "calls": record["calls"], "engines": {
-            name: {key: record["engines"][name][key]
-                   for key in ("input_chars", "billed_input_tokens", "cost_usd", "peak_tokens")}
-            for name in engines}} for record in records],
+        "trajectories": len(records),
+        "calls": sum(record["calls"] for record in records),
+        "engines": out,
+        "per_trajectory": [
+            {
+                "file": record["file"],
+                "calls": record["calls"],
+                "engines": {
+                    name: {
+                        key: record["engines"][name][key]
+                        for key in ("input_chars", "billed_input_tokens", "cost_usd", "peak_tokens")
+                    }
+                    for name in engines
+                },
+            }
+            for record in records
+        ],
     }

@@ -94,7 +94,7 @@ def _proxy_calls(path: Path, recorded: Recorded) -> None:
         tools = body.get("tools")
         recorded.tools = tools if isinstance(tools, list) else recorded.tools
         recorded.model = body.get("model") if isinstance(body.get("model"), str) else recorded.model
-        added = messages[_prefix(conversation, messages):]
+        added = messages[_prefix(conversation, messages) :]
         reply_record = (exchange.response or {}).get("reply")
         content = reply_record.get("content") if isinstance(reply_record, dict) else None
         reply = {"role": "assistant", "content": content} if isinstance(content, list) and content else None
@@ -110,8 +110,11 @@ def recorded_calls(path: Path, system: Any = None, tools: list[Any] | None = Non
     """The session file at `path` as its calls (InspectError, one line, when it is no history file);
     `system` and `tools` stand in where the file does not hold them (a ctxtui session)."""
     inspected = load_file(path)
-    recorded = Recorded(inspected, system=inspected.system if inspected.system is not None else system,
-                        tools=list(inspected.tools if inspected.tools is not None else tools or []))
+    recorded = Recorded(
+        inspected,
+        system=inspected.system if inspected.system is not None else system,
+        tools=list(inspected.tools if inspected.tools is not None else tools or []),
+    )
     if inspected.kind == "session":
         messages, recorded.model = _session_messages(path)
         recorded.calls = split_calls(messages)

@@ -39,20 +39,36 @@ def result_label(messages: Sequence[Message], index: int, block_index: int) -> s
     return one_line(f"the result of {tool_use_id}", LABEL_CHARS)
 
 
-def result_entry(step: str, messages: Sequence[Message], index: int, block_index: int, path: str,
-                 restorable: bool, chars: int | None = None) -> Removed:
+def result_entry(
+    step: str,
+    messages: Sequence[Message],
+    index: int,
+    block_index: int,
+    path: str,
+    restorable: bool,
+    chars: int | None = None,
+) -> Removed:
     """The entry of one tool result whose content a step replaced (its content in the context then);
     `chars`: the content's JSON length when the caller has measured it already."""
     block = messages[index]["content"][block_index]
     content = block.get("content", "")
     size = len(dumps(content)) if chars is None else chars
-    entry = LedgerEntry(step, 0, "tool_result", result_label(messages, index, block_index), size,
-                        None, path, restorable, tool_use_id=str(block.get("tool_use_id")))
+    entry = LedgerEntry(
+        step,
+        0,
+        "tool_result",
+        result_label(messages, index, block_index),
+        size,
+        None,
+        path,
+        restorable,
+        tool_use_id=str(block.get("tool_use_id")),
+    )
     return entry, content
 
 
 def run_label(start: int, stop: int) -> str:
-    """"messages #12-#31" for positions 12..31, "message #12" for one."""
+    """ "messages #12-#31" for positions 12..31, "message #12" for one."""
     return f"message #{start}" if stop - start == 1 else f"messages #{start}-#{stop - 1}"
 
 
@@ -67,35 +83,53 @@ def runs(positions: Iterable[int]) -> list[tuple[int, int]]:
     return found
 
 
-def removed_positions(messages: Sequence[Message], start: int, stop: int, added: Sequence[Message]) -> list[int]:
+def removed_positions(
+    messages: Sequence[Message], start: int, stop: int, added: Sequence[Message]
+) -> list[int]:
     """The positions in [start, stop) whose message left: nothing in `added` is it or equal to it."""
     same = {id(message) for message in added}
     cut = {id(message) for message in messages[start:stop]}
     others = [message for message in added if id(message) not in cut]
-    return [position for position in range(start, stop)
-            if id(messages[position]) not in same and not any(messages[position] == other for other in others)]
+    return [
+        position
+        for position in range(start, stop)
+        if id(messages[position]) not in same and not any(messages[position] == other for other in others)
+    ]
 
 
-def message_entries(step: str, messages: Sequence[Message], positions: Iterable[int], path: str,
-                    size: Callable[[int], int]) -> list[Removed]:
+def message_entries(
+    step: str, messages: Sequence[Message], positions: Iterable[int], path: str, size: Callable[[int], int]
+) -> list[Removed]:
     """One entry per run of removed `positions` of `messages`, archived in the transcript `path`
     (whose lines are `messages`); `size(position)` is a message's JSON length."""
     removed = []
     for start, stop in runs(positions):
         chars = sum(size(position) for position in range(start, stop))
-        entry = LedgerEntry(step, 0, "messages", run_label(start, stop), chars, None, path, False,
-                            span=(start, stop))
+        entry = LedgerEntry(
+            step, 0, "messages", run_label(start, stop), chars, None, path, False, span=(start, stop)
+        )
         removed.append((entry, list(messages[start:stop])))
     return removed
 
 
-def cut_entries(step: str, messages: Sequence[Message], stop: int, added: Sequence[Message], transcript: str,
-                sizes: Sequence[int] | None) -> list[Removed]:
+def cut_entries(
+    step: str,
+    messages: Sequence[Message],
+    stop: int,
+    added: Sequence[Message],
+    transcript: str,
+    sizes: Sequence[int] | None,
+) -> list[Removed]:
     """The entries of a summary step that replaced `messages[:stop]` by `added` (the transcript's
     line lengths when it was written, else each message measured)."""
     gone = removed_positions(messages, 0, stop, added)
-    return message_entries(step, messages, gone, transcript,
-                           sizes.__getitem__ if sizes else lambda position: len(dumps(messages[position])))
+    return message_entries(
+        step,
+        messages,
+        gone,
+        transcript,
+        sizes.__getitem__ if sizes else lambda position: len(dumps(messages[position])),
+    )
 
 
 def count_removed(removed: Sequence[Removed], count: Callable[[str], int]) -> tuple[LedgerEntry, ...]:

@@ -47,7 +47,7 @@ def sentences(text: str) -> Iterator[str]:
             sentence = piece.strip()
             marker = _LIST_MARKER.match(sentence)
             if marker is not None:
-                sentence = sentence[marker.end():]
+                sentence = sentence[marker.end() :]
             # `[.!?]+\Z` searched from every position of a long run of `?` was quadratic; rstrip is one pass.
             sentence = sentence.rstrip(CLOSING).strip()
             if sentence:
@@ -76,8 +76,11 @@ def tool_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(item.get("text", "")) for item in content
-                         if isinstance(item, dict) and item.get("type") == "text")
+        return "\n".join(
+            str(item.get("text", ""))
+            for item in content
+            if isinstance(item, dict) and item.get("type") == "text"
+        )
     return ""
 
 
@@ -89,8 +92,11 @@ def person_texts(message: Any) -> list[str]:
     if isinstance(content, str):
         parts = [content]
     elif isinstance(content, list):
-        parts = [block["text"] for block in content
-                 if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)]
+        parts = [
+            block["text"]
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+        ]
     else:
         return []
     texts = []
@@ -100,7 +106,7 @@ def person_texts(message: Any) -> list[str]:
             if marker.request:
                 texts.append(marker.request)
         elif part.startswith(UNANSWERED_MARK):
-            texts.append(part[len(UNANSWERED_MARK):].lstrip("\n"))
+            texts.append(part[len(UNANSWERED_MARK) :].lstrip("\n"))
         elif not is_note(part):
             texts.append(part)
     return texts
@@ -115,7 +121,11 @@ def facts_of(message: Any) -> list[tuple[FactKey, str | None]]:
     content = message.get("content")
     if message.get("role") == "assistant" and isinstance(content, list):
         for block in content:
-            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") in PATH_TOOLS:
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_use"
+                and block.get("name") in PATH_TOOLS
+            ):
                 tool_input = block.get("input")
                 path = tool_input.get("path") if isinstance(tool_input, dict) else None
                 if isinstance(path, str) and path:

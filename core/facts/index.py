@@ -128,7 +128,10 @@ class FactIndex:
                         suspects.add(key)
                     # the newest file a step wrote it to (kept while other holders keep it visible)
                     state.path = _taken_to(position, row, key, block, state.escaped, entries) or state.path
-            rows = [self._row(message, position, first, before, new) for position, message in enumerate(change.added, start)]
+            rows = [
+                self._row(message, position, first, before, new)
+                for position, message in enumerate(change.added, start)
+            ]
             self._rows[start:stop] = rows
             added.extend(rows)
         self._patterns.add((state.escaped, (state.kind, state.text)) for state in new)
@@ -160,15 +163,22 @@ class FactIndex:
         if new:
             self._search_older(new, {})
 
-    def _row(self, message: Any, position: int, first: int, before: dict[FactKey, tuple[bool, str | None]],
-             new: list[_State]) -> _Row:
+    def _row(
+        self,
+        message: Any,
+        position: int,
+        first: int,
+        before: dict[FactKey, tuple[bool, str | None]],
+        new: list[_State],
+    ) -> _Row:
         row = _Row(message, self._serial)
         self._serial += 1
         for key, block in facts_of(message):
             state = self._facts.get(key)
             if state is None:
-                state = self._facts[key] = _State(key[0], key[1], escaped(key[1]), len(self._facts),
-                                                  f"messages.{position}", first)
+                state = self._facts[key] = _State(
+                    key[0], key[1], escaped(key[1]), len(self._facts), f"messages.{position}", first
+                )
                 before[key] = (False, None)  # new: reported whatever it is
                 new.append(state)
             else:
@@ -223,8 +233,14 @@ def _entries_of(parts: Sequence[Part], number: int) -> Sequence[LedgerEntry]:
     return ()
 
 
-def _taken_to(position: int, row: _Row, key: FactKey, block: str | None, escaped_text: str,
-              entries: Sequence[LedgerEntry]) -> str | None:
+def _taken_to(
+    position: int,
+    row: _Row,
+    key: FactKey,
+    block: str | None,
+    escaped_text: str,
+    entries: Sequence[LedgerEntry],
+) -> str | None:
     """The archive file a step wrote a fact of `row` to, when the step took it out."""
     for entry in entries:
         if entry.kind == "messages" and entry.span is not None and entry.span[0] <= position < entry.span[1]:
@@ -236,8 +252,11 @@ def _taken_to(position: int, row: _Row, key: FactKey, block: str | None, escaped
             return entry.path
         content = row.message.get("content") if isinstance(row.message, dict) else None
         for item in content if isinstance(content, list) else ():
-            if (isinstance(item, dict) and item.get("type") == "tool_result"
-                    and str(item.get("tool_use_id")) == entry.tool_use_id
-                    and escaped_text in dumps(item.get("content", ""))):
+            if (
+                isinstance(item, dict)
+                and item.get("type") == "tool_result"
+                and str(item.get("tool_use_id")) == entry.tool_use_id
+                and escaped_text in dumps(item.get("content", ""))
+            ):
                 return entry.path
     return None

@@ -49,8 +49,11 @@ class Ledger:
 
     def restoring(self, path: str) -> LedgerChanged:
         """The change a restore of `path` makes: its tool results are back."""
-        back = tuple(index for index, entry in enumerate(self.entries)
-                     if entry.returned is None and entry.kind == "tool_result" and entry.path == path)
+        back = tuple(
+            index
+            for index, entry in enumerate(self.entries)
+            if entry.returned is None and entry.kind == "tool_result" and entry.path == path
+        )
         return LedgerChanged(len(self.entries), returned=back, how="restore")
 
     def undoing(self) -> LedgerChanged:
@@ -58,8 +61,11 @@ class Ledger:
         for entry in reversed(self.entries):
             if entry.returned is None and entry.step != DROP and not entry.step.startswith("server:"):
                 group = entry.group
-                back = tuple(index for index, other in enumerate(self.entries)
-                             if other.group == group and other.returned is None)
+                back = tuple(
+                    index
+                    for index, other in enumerate(self.entries)
+                    if other.group == group and other.returned is None
+                )
                 return LedgerChanged(len(self.entries), returned=back, how="undo")
         return LedgerChanged(len(self.entries))
 
@@ -85,8 +91,12 @@ def replay_change(ledger: Ledger, event: Any) -> bool:
         return False
     added, returned = event.get("added", []), event.get("returned", [])
     how, start = event.get("how"), event.get("start")
-    if not (isinstance(added, list) and isinstance(returned, list) and (how is None or isinstance(how, str))
-            and (start is None or (isinstance(start, int) and not isinstance(start, bool)))):
+    if not (
+        isinstance(added, list)
+        and isinstance(returned, list)
+        and (how is None or isinstance(how, str))
+        and (start is None or (isinstance(start, int) and not isinstance(start, bool)))
+    ):
         return False
     entries = [LedgerEntry.from_dict(item) for item in added]
     indices = [index for index in returned if isinstance(index, int) and not isinstance(index, bool)]

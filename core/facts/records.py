@@ -57,8 +57,11 @@ class LedgerEntry:
         try:
             span = data.get("span")
             entry = cls(
-                step=_text(data["step"]), call=_count(data["call"]), kind=_text(data["kind"]),
-                label=_text(data["label"]), chars=_count(data["chars"]),
+                step=_text(data["step"]),
+                call=_count(data["call"]),
+                kind=_text(data["kind"]),
+                label=_text(data["label"]),
+                chars=_count(data["chars"]),
                 tokens=None if data.get("tokens") is None else _count(data["tokens"]),
                 path=None if data.get("path") is None else _text(data["path"]),
                 restorable=bool(data["restorable"]),

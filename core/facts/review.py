@@ -41,11 +41,15 @@ def _ranked(facts: Sequence[Fact]) -> tuple[Fact, ...]:
     return tuple(sorted(facts, key=fact_rank))
 
 
-def review_summary(report: FactReport, summary: str | None, messages: Sequence[Message], request: str,
-                   pinned: frozenset[str]) -> SummaryReview:
+def review_summary(
+    report: FactReport, summary: str | None, messages: Sequence[Message], request: str, pinned: frozenset[str]
+) -> SummaryReview:
     """What a summary with the text `summary` keeps of the facts `report` shows visible in `messages`."""
     carried = carried_pins(pinned, messages, request)
-    head = {"role": "user", "content": summary_message("Compacted", request, summary or "", TRANSCRIPT_PATH_ESTIMATE)}
+    head = {
+        "role": "user",
+        "content": summary_message("Compacted", request, summary or "", TRANSCRIPT_PATH_ESTIMATE),
+    }
     result = [head, *carried]
     if request and (carried or request_pinned(pinned, request)):
         result.append({"role": "user", "content": request})

@@ -23,10 +23,13 @@ if TYPE_CHECKING:
     from core.history.messages import pairing_problems
     from core.history.sizes import estimate_chars
 
-__getattr__ = lazy_exports(__name__, {
-    "breakdown": "core.history.categories",
-    "pairing_problems": "core.history.messages",
-    "estimate_chars": "core.history.sizes",
-})
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "breakdown": "core.history.categories",
+        "pairing_problems": "core.history.messages",
+        "estimate_chars": "core.history.sizes",
+    },
+)
 
 __all__ = ["breakdown", "estimate_chars", "pairing_problems"]

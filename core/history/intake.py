@@ -161,7 +161,11 @@ def reply_content(content: Sequence[dict[str, Any]], history: Sequence[Message])
     """A model's reply as it may join `history`: valid UTF-8, and every tool_use id one the API
     accepts and that no tool_use of `history` has (renamed otherwise; the tools' results use the
     new ids, so the renaming is consistent)."""
-    taken = {str(block.get("id")) for message in history if isinstance(message, dict)
-             and message.get("role") == "assistant" for _, block in _blocks(message, "tool_use")}
+    taken = {
+        str(block.get("id"))
+        for message in history
+        if isinstance(message, dict) and message.get("role") == "assistant"
+        for _, block in _blocks(message, "tool_use")
+    }
     message, _ = _rename_uses({"role": "assistant", "content": valid_value(list(content))}, taken)
     return list(message["content"])

@@ -59,9 +59,7 @@ def tool_use_ids(message: Any) -> list[str]:
 
 
 def tool_result_ids(message: Any) -> list[str]:
-    return [
-        str(block.get("tool_use_id")) for block in blocks(message) if block.get("type") == "tool_result"
-    ]
+    return [str(block.get("tool_use_id")) for block in blocks(message) if block.get("type") == "tool_result"]
 
 
 def result_text(content: Any) -> str:
@@ -134,7 +132,9 @@ def persons_words(message: Any) -> bool:
     if isinstance(content, str):
         return bool(content) and parse_marker(content) is None
     if isinstance(content, list):
-        return bool(content) and all(isinstance(block, dict) and block.get("type") == "text" for block in content)
+        return bool(content) and all(
+            isinstance(block, dict) and block.get("type") == "text" for block in content
+        )
     return False
 
 
@@ -219,7 +219,9 @@ INTERRUPTED = "[interrupted]"
 
 def interrupted_output(printed: str) -> str:
     """The result of a call a cancel stopped: `[interrupted]`, then what it printed before (if anything)."""
-    return f"{INTERRUPTED} the call was stopped; what it printed before:\n{printed}" if printed else INTERRUPTED
+    return (
+        f"{INTERRUPTED} the call was stopped; what it printed before:\n{printed}" if printed else INTERRUPTED
+    )
 
 
 def interrupted_result(tool_use_id: str, text: str = INTERRUPTED) -> Block:
@@ -245,13 +247,18 @@ def repair_pairing(messages: Sequence[Message]) -> list[Message]:
             answered = set(tool_result_ids(message))
             missing = [use for use in uses if use not in answered]
             if missing and is_tool_result(message):
-                message = {**message, "content": [*message["content"], *(interrupted_result(use) for use in missing)]}
+                message = {
+                    **message,
+                    "content": [*message["content"], *(interrupted_result(use) for use in missing)],
+                }
             elif missing:
                 repaired.append({"role": "user", "content": [interrupted_result(use) for use in uses]})
         repaired.append(message)
         asked = set(tool_use_ids(message)) if has_tool_use(message) else set()
     if repaired and has_tool_use(repaired[-1]):
-        repaired.append({"role": "user", "content": [interrupted_result(use) for use in tool_use_ids(repaired[-1])]})
+        repaired.append(
+            {"role": "user", "content": [interrupted_result(use) for use in tool_use_ids(repaired[-1])]}
+        )
     return repaired
 
 
@@ -262,7 +269,9 @@ def _is_result_block(block: Any) -> bool:
 def _without_orphan_results(message: Message, asked: set[str]) -> Message | None:
     """`message` without the tool_results whose tool_use_id is not in `asked` (None if nothing is left)."""
     content = message["content"]
-    kept = [block for block in content if not _is_result_block(block) or str(block.get("tool_use_id")) in asked]
+    kept = [
+        block for block in content if not _is_result_block(block) or str(block.get("tool_use_id")) in asked
+    ]
     if len(kept) == len(content):
         return message
     return {**message, "content": kept} if kept else None

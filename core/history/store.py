@@ -316,7 +316,11 @@ class HistorySizer:
         return history
 
     def derive(
-        self, base: Sequence[Message], result: Sequence[Message], changes: Sequence[Splice], chars: int | None = None
+        self,
+        base: Sequence[Message],
+        result: Sequence[Message],
+        changes: Sequence[Splice],
+        chars: int | None = None,
     ) -> None:
         """`result` is `base` with `changes` applied; size it from `base` and the changed messages only.
 
@@ -326,7 +330,9 @@ class HistorySizer:
             chars = self._derived_chars(base, result, changes)
         self._derived = (result, len(result), chars)
 
-    def _derived_chars(self, base: Sequence[Message], result: Sequence[Message], changes: Sequence[Splice]) -> int:
+    def _derived_chars(
+        self, base: Sequence[Message], result: Sequence[Message], changes: Sequence[Splice]
+    ) -> int:
         inner = self.measure(base) - LIST_BRACKETS - SEPARATOR * max(len(base) - 1, 0) if base else 0
         offset = 0
         done = 0
@@ -335,7 +341,9 @@ class HistorySizer:
                 return list_chars(map(message_chars, result), len(result))
             start = change.start - offset
             stop = start + change.removed
-            removed = base.sizes(start, stop) if isinstance(base, History) else map(message_chars, base[start:stop])
+            removed = (
+                base.sizes(start, stop) if isinstance(base, History) else map(message_chars, base[start:stop])
+            )
             inner += sum(map(message_chars, change.added)) - sum(removed)
             offset += len(change.added) - change.removed
             done = change.start + len(change.added)

@@ -75,12 +75,16 @@ class ThinkingLedger:
             elif known[0] != block:
                 why = f"{where} is a {kind} block changed since the API returned it, and its signature no longer matches"
             elif known[1] is not None and known[1] != model:
-                why = (f"{where} is a {kind} block written by {known[1]}; the API binds thinking to the model "
-                       f"that wrote it and refuses it from {model}")
+                why = (
+                    f"{where} is a {kind} block written by {known[1]}; the API binds thinking to the model "
+                    f"that wrote it and refuses it from {model}"
+                )
             else:
                 continue
-            return (f"not sent: {why}. Undo the last compaction (u), resume with the model that wrote it, "
-                    "or start a new session (/new)")
+            return (
+                f"not sent: {why}. Undo the last compaction (u), resume with the model that wrote it, "
+                "or start a new session (/new)"
+            )
         return None
 
 

@@ -10,4 +10,12 @@ from core.model.base import (
     TextChunk,
 )
 
-__all__ = ["Model", "ModelError", "ModelEvent", "ModelResponse", "PromptTooLongError", "Retrying", "TextChunk"]
+__all__ = [
+    "Model",
+    "ModelError",
+    "ModelEvent",
+    "ModelResponse",
+    "PromptTooLongError",
+    "Retrying",
+    "TextChunk",
+]

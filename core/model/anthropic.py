@@ -42,6 +42,8 @@ _KEEP_KEYS = {
 }
 _TOO_LONG = ("prompt is too long", "prompt_too_long", "too many tokens")
 CACHE_CONTROL = {"type": "ephemeral"}
+
+
 def _plain(value: Any) -> Any:
     """An SDK model (or a list of them) as plain JSON data; None stays None."""
     if isinstance(value, list):
@@ -87,8 +89,16 @@ class CutStreamError(Exception):
     """The SSE stream closed without `message_stop` or without a stop reason."""
 
 
-_STREAM_EVENTS = frozenset({"message_start", "content_block_start", "content_block_delta", "content_block_stop",
-                            "message_delta", "message_stop"})
+_STREAM_EVENTS = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    }
+)
 """The API's own stream events (the SDK adds derived ones, such as `text`, which are not counted)."""
 
 
@@ -118,7 +128,7 @@ class StreamProgress:
         return value if type(value) is int and value >= 0 else None
 
     def describe(self) -> str:
-        """"after 5 events (1,234 bytes)", or "after the headers, before any event" (bytes when known)."""
+        """ "after 5 events (1,234 bytes)", or "after the headers, before any event" (bytes when known)."""
         size = self.bytes
         got = f" ({size:,} bytes)" if size is not None else ""
         if not self.events:
@@ -127,7 +137,7 @@ class StreamProgress:
 
 
 def _transport_kind(error: BaseException) -> str | None:
-    """"timeout" or "connection" for a failure of the transport, whether the SDK wrapped the HTTP
+    """ "timeout" or "connection" for a failure of the transport, whether the SDK wrapped the HTTP
     library's error (APITimeoutError, APIConnectionError) or let it through; None for anything else."""
     import anthropic
 
@@ -208,7 +218,9 @@ class AnthropicModel:
             try:
                 self._client = anthropic.AsyncAnthropic(**self._client_options)
             except anthropic.AnthropicError as error:
-                raise ModelError(f"cannot start the Anthropic client: {_one_line(str(error))}", "auth") from error
+                raise ModelError(
+                    f"cannot start the Anthropic client: {_one_line(str(error))}", "auth"
+                ) from error
         return self._client
 
     async def ready_client(self) -> anthropic.AsyncAnthropic:
@@ -287,7 +299,9 @@ class AnthropicModel:
         """
         try:
             api, extra = self._messages_api(await self.ready_client())
-            result = await api.count_tokens(**self.request(system=system, messages=messages, tools=tools), **extra)
+            result = await api.count_tokens(
+                **self.request(system=system, messages=messages, tools=tools), **extra
+            )
             value = getattr(result, "input_tokens", None)
         except Exception as error:
             mapped, _ = self._classify(error, self.max_retries)
@@ -415,7 +429,8 @@ class AnthropicModel:
                 )
                 yield SummaryUsage(usage_figures(response.usage), len(prompt))
                 text = "\n".join(
-                    str(getattr(block, "text", "")) for block in response.content
+                    str(getattr(block, "text", ""))
+                    for block in response.content
                     if getattr(block, "type", None) == "text"
                 ).strip()
                 text = valid_text(text)
@@ -463,8 +478,9 @@ class AnthropicModel:
             delay = min(0.5 * 2**attempt, 8.0) * (1 - 0.25 * random.random())
         return min(delay, self.retry_after_cap)
 
-    def _classify(self, error: BaseException, attempt: int,
-                  progress: StreamProgress | None = None) -> tuple[ModelError, float | None]:
+    def _classify(
+        self, error: BaseException, attempt: int, progress: StreamProgress | None = None
+    ) -> tuple[ModelError, float | None]:
         """A one-line ModelError, and the delay before a retry (None: do not retry).
 
         A transport failure is told by `progress` (what the stream had delivered), not by the SDK's
@@ -482,19 +498,26 @@ class AnthropicModel:
         answered = progress is not None and progress.answered
         if transport == "timeout" and answered:
             assert progress is not None
-            return ModelError(f"the Anthropic API stopped sending for {self.timeout:g}s (read timeout) "
-                              f"{progress.describe()}", "timeout"), self._retry_after(error, attempt)
+            return ModelError(
+                f"the Anthropic API stopped sending for {self.timeout:g}s (read timeout) "
+                f"{progress.describe()}",
+                "timeout",
+            ), self._retry_after(error, attempt)
         if transport == "connection" and answered:
             assert progress is not None
-            return ModelError(f"the connection to the Anthropic API broke {progress.describe()}: "
-                              f"{_transport_detail(error)}", "connection"), self._retry_after(error, attempt)
+            return ModelError(
+                f"the connection to the Anthropic API broke {progress.describe()}: "
+                f"{_transport_detail(error)}",
+                "connection",
+            ), self._retry_after(error, attempt)
         if transport == "timeout":
-            return ModelError(f"the Anthropic API did not answer within {self.timeout:g}s (timeout)", "timeout"), (
-                self._retry_after(error, attempt)
-            )
+            return ModelError(
+                f"the Anthropic API did not answer within {self.timeout:g}s (timeout)", "timeout"
+            ), (self._retry_after(error, attempt))
         if transport == "connection":
-            return ModelError(f"cannot reach the Anthropic API at {self.base_url}: {_transport_detail(error)}",
-                              "connection"), self._retry_after(error, attempt)
+            return ModelError(
+                f"cannot reach the Anthropic API at {self.base_url}: {_transport_detail(error)}", "connection"
+            ), self._retry_after(error, attempt)
         if isinstance(error, anthropic.APIStatusError):
             err_type, message = _error_details(error)
             status = error.status_code
@@ -509,27 +532,40 @@ class AnthropicModel:
             if status == 403 or err_type == "permission_error":
                 return ModelError(f"the API key may not do this (403): {_one_line(message)}", "auth"), None
             if status == 404 or err_type == "not_found_error":
-                return ModelError(f"not found (404): {_one_line(message)} — check --model / ANTHROPIC_MODEL",
-                                  "bad_request"), None
-            retryable = status in (408, 409, 429) or status >= 500 or err_type in (
-                "overloaded_error", "rate_limit_error", "api_error")
+                return ModelError(
+                    f"not found (404): {_one_line(message)} — check --model / ANTHROPIC_MODEL", "bad_request"
+                ), None
+            retryable = (
+                status in (408, 409, 429)
+                or status >= 500
+                or err_type in ("overloaded_error", "rate_limit_error", "api_error")
+            )
             if should_retry == "false":
                 retryable = False
             elif should_retry == "true":
                 retryable = True
             if status == 429 or err_type == "rate_limit_error":
-                mapped = ModelError(f"rate limited by the Anthropic API (429): {_one_line(message)}", "rate_limit")
+                mapped = ModelError(
+                    f"rate limited by the Anthropic API (429): {_one_line(message)}", "rate_limit"
+                )
             elif status == 529 or err_type == "overloaded_error":
-                mapped = ModelError(f"the Anthropic API is overloaded (529): {_one_line(message)}", "overloaded")
+                mapped = ModelError(
+                    f"the Anthropic API is overloaded (529): {_one_line(message)}", "overloaded"
+                )
             elif status >= 500 or err_type == "api_error":
                 mapped = ModelError(f"Anthropic API server error ({status}): {_one_line(message)}", "api")
             elif status == 200:
-                mapped = ModelError(f"the stream reported an error ({err_type or 'error'}): {_one_line(message)}",
-                                    "api")
+                mapped = ModelError(
+                    f"the stream reported an error ({err_type or 'error'}): {_one_line(message)}", "api"
+                )
             else:
-                mapped = ModelError(f"the Anthropic API refused the request ({status} {err_type}): "
-                                    f"{_one_line(message)}", "bad_request")
+                mapped = ModelError(
+                    f"the Anthropic API refused the request ({status} {err_type}): {_one_line(message)}",
+                    "bad_request",
+                )
             return mapped, (self._retry_after(error, attempt) if retryable else None)
         if isinstance(error, anthropic.AnthropicError):
             return ModelError(f"Anthropic client error: {_one_line(str(error))}", "api"), None
-        return ModelError(f"unexpected model error ({type(error).__name__}): {_one_line(str(error))}", "api"), None
+        return ModelError(
+            f"unexpected model error ({type(error).__name__}): {_one_line(str(error))}", "api"
+        ), None

@@ -60,7 +60,9 @@ class ProxyCall:
     messages: list[Message]
     system: Any = None
     tools: list[Any] | None = None
-    params: dict[str, Any] = field(default_factory=dict)  # every other top-level request field (thinking, ...)
+    params: dict[str, Any] = field(
+        default_factory=dict
+    )  # every other top-level request field (thinking, ...)
     chars: int = 0  # estimate_chars(messages)
     diff: RequestDiff = field(default_factory=RequestDiff)
     markers: tuple[FoundMarker, ...] = ()
@@ -124,26 +126,45 @@ class Conversation:
 
 def first_diff(messages: Sequence[Any]) -> RequestDiff:
     """A conversation's first request: every message added (one splice onto an empty history)."""
-    return RequestDiff(added=tuple(range(len(messages))),
-                       changes=(Splice(0, 0, tuple(messages)),) if messages else ())
+    return RequestDiff(
+        added=tuple(range(len(messages))), changes=(Splice(0, 0, tuple(messages)),) if messages else ()
+    )
 
 
-def diff_request(previous: ProxyCall, messages: list[Any], system: Any, tools: Any,
-                 model: str | None) -> tuple[list[Any], RequestDiff]:
+def diff_request(
+    previous: ProxyCall, messages: list[Any], system: Any, tools: Any, model: str | None
+) -> tuple[list[Any], RequestDiff]:
     """A request against an earlier call of its conversation: its messages (equal ones interned as the
     earlier call's objects) and the diff."""
     result = diff_messages(previous.messages, messages)
     system_changed = not loose_equal(previous.system, system)
     tools_changed = not loose_equal(previous.tools, tools)
-    first_change = ("tools" if tools_changed else "system" if system_changed
-                    else None if result.first_change is None else f"messages.{result.first_change}")
+    first_change = (
+        "tools"
+        if tools_changed
+        else "system"
+        if system_changed
+        else None
+        if result.first_change is None
+        else f"messages.{result.first_change}"
+    )
     opens_compacted = bool(messages) and is_compaction_summary(messages[0])
-    same_opening = bool(previous.messages) and loose_equal(previous.messages[0], messages[0]) if messages else False
+    same_opening = (
+        bool(previous.messages) and loose_equal(previous.messages[0], messages[0]) if messages else False
+    )
     return result.interned, RequestDiff(
-        previous=previous.id, changes=result.changes, added=result.added, removed=result.removed,
-        changed=result.changed, remarked=result.remarked, system_changed=system_changed, tools_changed=tools_changed,
-        model_changed=previous.model != model, first_change=first_change,
-        compacted=opens_compacted and not same_opening)
+        previous=previous.id,
+        changes=result.changes,
+        added=result.added,
+        removed=result.removed,
+        changed=result.changed,
+        remarked=result.remarked,
+        system_changed=system_changed,
+        tools_changed=tools_changed,
+        model_changed=previous.model != model,
+        first_change=first_change,
+        compacted=opens_compacted and not same_opening,
+    )
 
 
 def compare_calls(earlier: ProxyCall, later: ProxyCall) -> RequestDiff:
@@ -173,13 +194,18 @@ def call_sample(call: ProxyCall, previous: ProxyCall | None = None) -> ContextSa
     usage = call.usage
     failed = call.finished and (call.outcome != "complete" or (call.status or 0) >= 400)
     return ContextSample(
-        call=call.turn, chars_before=before, chars_after=call.chars, steps=steps, saved=saved,
+        call=call.turn,
+        chars_before=before,
+        chars_after=call.chars,
+        steps=steps,
+        saved=saved,
         messages=len(call.messages),
         input_tokens=usage.input_tokens if usage is not None else None,
         cache_read_tokens=usage.cache_read_tokens if usage is not None else None,
         cache_creation_tokens=usage.cache_creation_tokens if usage is not None else None,
         output_tokens=usage.output_tokens if usage is not None else None,
-        cost=call.cost, error=failure(call) if failed else None,
+        cost=call.cost,
+        error=failure(call) if failed else None,
         cache_miss=call.cache_miss if usage is not None and not failed else None,
     )
 
@@ -188,12 +214,19 @@ def describe_call(call: ProxyCall, clock: str | None = None) -> str:
     """One line per call, as `ctxtui proxy --headless` prints it (safe for a terminal)."""
     import time
 
-    parts = [clock or time.strftime("%H:%M:%S", time.localtime(call.started)), f"#{call.number}",
-             call.model or "(no model)", f"conv {call.conversation}.{call.turn}", f"{len(call.messages)} msgs"]
+    parts = [
+        clock or time.strftime("%H:%M:%S", time.localtime(call.started)),
+        f"#{call.number}",
+        call.model or "(no model)",
+        f"conv {call.conversation}.{call.turn}",
+        f"{len(call.messages)} msgs",
+    ]
     if call.usage is not None:
         usage = call.usage
-        parts.append(f"in {usage.input_tokens:,} cache r {usage.cache_read_tokens:,} "
-                     f"w {usage.cache_creation_tokens:,} out {usage.output_tokens:,}")
+        parts.append(
+            f"in {usage.input_tokens:,} cache r {usage.cache_read_tokens:,} "
+            f"w {usage.cache_creation_tokens:,} out {usage.output_tokens:,}"
+        )
     parts.append(f"${call.cost:.4f}" if call.cost is not None else "$?")
     if call.outcome != "complete" or (call.status or 0) >= 400:
         parts.append(failure(call))

@@ -46,8 +46,13 @@ class ProxyContext:
         messages = list(call.messages)
         estimate = await self.counter.count_async(messages)
         usage = call.usage
-        yield ContextMeasured(chars=call.chars, limit=self.limit, messages=len(messages), tokens=estimate,
-                              input_tokens=usage.input_tokens if usage is not None else None)
+        yield ContextMeasured(
+            chars=call.chars,
+            limit=self.limit,
+            messages=len(messages),
+            tokens=estimate,
+            input_tokens=usage.input_tokens if usage is not None else None,
+        )
         if usage is not None:
             yield TokenCount(usage.prompt_tokens, "api")
             return

@@ -53,8 +53,10 @@ class MessageKeys:
     @classmethod
     def of(cls, messages: Sequence[Any]) -> MessageKeys:
         exact_texts = [_canonical(message) for message in messages]
-        loose = [_hash(_canonical(without_cache_marks(message))) if '"cache_control"' in text else _hash(text)
-                 for message, text in zip(messages, exact_texts, strict=True)]
+        loose = [
+            _hash(_canonical(without_cache_marks(message))) if '"cache_control"' in text else _hash(text)
+            for message, text in zip(messages, exact_texts, strict=True)
+        ]
         return cls(tuple(loose), tuple(_hash(text) for text in exact_texts))
 
 
@@ -94,8 +96,13 @@ class RequestDiff:
     @property
     def unchanged(self) -> bool:
         """The same request again (a retry): nothing differs, not even a cache mark."""
-        return (not self.first and not self.changes and not self.system_changed and not self.tools_changed
-                and not self.model_changed)
+        return (
+            not self.first
+            and not self.changes
+            and not self.system_changed
+            and not self.tools_changed
+            and not self.model_changed
+        )
 
     def describe(self) -> str:
         """What changed, in a few words (the end of a `--headless` line)."""
@@ -124,8 +131,9 @@ class RequestDiff:
 
     def history_changed(self, messages: Sequence[Any]) -> HistoryChanged:
         """The diff as the inspector's HistoryChanged event (`messages`: this request's)."""
-        return HistoryChanged(length=len(messages), chars=estimate_chars(messages), changes=self.changes,
-                              reason="proxy")
+        return HistoryChanged(
+            length=len(messages), chars=estimate_chars(messages), changes=self.changes, reason="proxy"
+        )
 
 
 @dataclass(frozen=True)
@@ -157,8 +165,9 @@ def diff_messages(previous: Sequence[Any], current: Sequence[Any]) -> MessageDif
     same = 0
     while same < shared and previous[same] == current[same]:
         same += 1
-    if len(current) >= len(previous) and all(loose_equal(previous[index], current[index])
-                                             for index in range(same, len(previous))):
+    if len(current) >= len(previous) and all(
+        loose_equal(previous[index], current[index]) for index in range(same, len(previous))
+    ):
         interned = list(current)
         interned[:same] = previous[:same]
         remarked = []
@@ -170,8 +179,12 @@ def diff_messages(previous: Sequence[Any], current: Sequence[Any]) -> MessageDif
         changes = []
         if remarked or len(current) > len(previous):
             changes.append(Splice(same, len(previous) - same, tuple(interned[same:])))
-        return MessageDiff(interned, tuple(changes), added=tuple(range(len(previous), len(current))),
-                           remarked=tuple(remarked))
+        return MessageDiff(
+            interned,
+            tuple(changes),
+            added=tuple(range(len(previous), len(current))),
+            remarked=tuple(remarked),
+        )
     return _aligned(previous, MessageKeys.of(previous), list(current), MessageKeys.of(current))
 
 
@@ -188,8 +201,9 @@ class _Builder:
         self.changes.append(Splice(j1, i2 - i1, tuple(self.current[j1:j2])))
 
 
-def _aligned(previous: Sequence[Any], previous_keys: MessageKeys, current: list[Any],
-             current_keys: MessageKeys) -> MessageDiff:
+def _aligned(
+    previous: Sequence[Any], previous_keys: MessageKeys, current: list[Any], current_keys: MessageKeys
+) -> MessageDiff:
     """The full alignment: longest matching blocks of content digests, then exact splices."""
     interned = list(current)
     build = _Builder(interned)
@@ -220,10 +234,23 @@ def _aligned(previous: Sequence[Any], previous_keys: MessageKeys, current: list[
                 build.added.append(j1 + offset)
         build.removed.extend(range(i1 + paired, i2))
         build.added.extend(range(j1 + paired, j2))
-    first = next((index for index, key in enumerate(previous_keys.loose)
-                  if index >= len(current_keys.loose) or current_keys.loose[index] != key), None)
-    return MessageDiff(interned, tuple(build.changes), tuple(sorted(build.added)), tuple(sorted(build.removed)),
-                       tuple(build.changed), tuple(build.remarked), first)
+    first = next(
+        (
+            index
+            for index, key in enumerate(previous_keys.loose)
+            if index >= len(current_keys.loose) or current_keys.loose[index] != key
+        ),
+        None,
+    )
+    return MessageDiff(
+        interned,
+        tuple(build.changes),
+        tuple(sorted(build.added)),
+        tuple(sorted(build.removed)),
+        tuple(build.changed),
+        tuple(build.remarked),
+        first,
+    )
 
 
 def _role(message: Any) -> Any:
@@ -234,5 +261,5 @@ def apply_splices(messages: Sequence[Any], changes: Sequence[Splice]) -> list[An
     """`messages` with `changes` applied in order (what a view does with a diff)."""
     result = list(messages)
     for change in changes:
-        result[change.start:change.start + change.removed] = list(change.added)
+        result[change.start : change.start + change.removed] = list(change.added)
     return result

@@ -23,15 +23,31 @@ import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import quote, unquote, urlsplit
 
-HOP_BY_HOP = frozenset({
-    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te",
-    "trailer", "trailers", "transfer-encoding", "upgrade",
-})
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
 SET_PER_CONNECTION = frozenset({"host", "content-length"})
 
 RECORDED_REQUEST_HEADERS = ("user-agent", "anthropic-version", "anthropic-beta", "content-type", "x-app")
-RECORDED_RESPONSE_HEADERS = ("content-type", "content-encoding", "request-id", "retry-after", "retry-after-ms",
-                             "x-should-retry")
+RECORDED_RESPONSE_HEADERS = (
+    "content-type",
+    "content-encoding",
+    "request-id",
+    "retry-after",
+    "retry-after-ms",
+    "x-should-retry",
+)
 RECORDED_RESPONSE_PREFIXES = ("anthropic-ratelimit-",)
 
 _SECRET_NAMES = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"})
@@ -159,7 +175,9 @@ def api_path(target: str) -> str | None:
         return None
     if path.endswith(("/.", "/..")):
         segments.append("")  # "/v1/messages/." resolves to "/v1/messages/"
-    resolved = "/" + "/".join(quote(segment, safe=_SEGMENT_SAFE, errors="surrogateescape") for segment in segments)
+    resolved = "/" + "/".join(
+        quote(segment, safe=_SEGMENT_SAFE, errors="surrogateescape") for segment in segments
+    )
     return resolved + (mark + query if mark else "")
 
 
@@ -228,7 +246,9 @@ def upstream_is(url: str, host: str, port: int) -> bool:
     """Whether `url` points at host:port itself (a proxy forwarding to itself would loop)."""
     parts = urlsplit(url)
     default = 443 if parts.scheme == "https" else 80
-    return (parts.port or default) == port and is_loopback_host(parts.hostname or "") and is_loopback_host(host)
+    return (
+        (parts.port or default) == port and is_loopback_host(parts.hostname or "") and is_loopback_host(host)
+    )
 
 
 def header_items(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

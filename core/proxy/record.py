@@ -76,7 +76,7 @@ class Recorder:
             try:
                 data = line.encode("utf-8", "surrogatepass")
                 while data:
-                    data = data[os.write(fd, data):]
+                    data = data[os.write(fd, data) :]
             finally:
                 os.close(fd)
         except OSError as error:

@@ -54,9 +54,14 @@ class Redactor:
             items = [self.value(item) for item in value]
             return value if all(new is old for new, old in zip(items, value, strict=True)) else items
         if isinstance(value, dict):
-            pairs = [(self.text(key) if isinstance(key, str) else key, self.value(item)) for key, item in value.items()]
-            if all(new_key is key and new is item for (new_key, new), (key, item) in zip(pairs, value.items(),
-                                                                                         strict=True)):
+            pairs = [
+                (self.text(key) if isinstance(key, str) else key, self.value(item))
+                for key, item in value.items()
+            ]
+            if all(
+                new_key is key and new is item
+                for (new_key, new), (key, item) in zip(pairs, value.items(), strict=True)
+            ):
                 return value
             return dict(pairs)
         return value

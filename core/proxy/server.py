@@ -48,7 +48,12 @@ from core.proxy.record import new_exchange_id
 from core.proxy.redact import Redactor
 from core.proxy.watch import ExchangeEnd, ExchangeStart, Watch
 
-_NOT_AUTOMATIC = ("Accept", "Accept-Encoding", "User-Agent", "Content-Type")  # aiohttp adds none of these itself
+_NOT_AUTOMATIC = (
+    "Accept",
+    "Accept-Encoding",
+    "User-Agent",
+    "Content-Type",
+)  # aiohttp adds none of these itself
 
 
 class ProxyError(Exception):
@@ -63,15 +68,27 @@ def error_body(kind: str, message: str) -> bytes:
 def _json_error(status: int, kind: str, message: str) -> web.Response:
     """An API-shaped error the proxy answers itself (never recorded: only forwarded exchanges are); the
     SDKs read `x-should-retry: false` and do not send the same request again."""
-    return web.Response(status=status, body=error_body(kind, message), content_type="application/json",
-                        headers={"x-should-retry": "false"})
+    return web.Response(
+        status=status,
+        body=error_body(kind, message),
+        content_type="application/json",
+        headers={"x-should-retry": "false"},
+    )
 
 
 class ProxyServer:
     """The proxy: `await start()` binds 127.0.0.1 (port 0 picks a free one), `await aclose()` stops it."""
 
-    def __init__(self, upstream: str, watch: Watch | None = None, *, host: str = "127.0.0.1", port: int = 0,
-                 shutdown_timeout: float = 2.0, limits: ProxyLimits | None = None) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        watch: Watch | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        shutdown_timeout: float = 2.0,
+        limits: ProxyLimits | None = None,
+    ) -> None:
         if not is_loopback_host(host):
             raise ProxyError(f"--host {host}: the proxy listens on loopback only (127.0.0.1, ::1, localhost)")
         self.upstream = normalize_upstream(upstream)
@@ -100,11 +117,20 @@ class ProxyServer:
             auto_decompress=False,
             cookie_jar=aiohttp.DummyCookieJar(),  # one client's cookies never reach another
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
-            trust_env=not is_loopback_host(upstream_host),  # HTTPS_PROXY and the like, as the SDK honours them
+            trust_env=not is_loopback_host(
+                upstream_host
+            ),  # HTTPS_PROXY and the like, as the SDK honours them
         )
-        server = web.Server(self._handle, request_factory=self._request, handler_cancellation=True, access_log=None,
-                            auto_decompress=False)
-        runner = self._runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=self._shutdown_timeout)
+        server = web.Server(
+            self._handle,
+            request_factory=self._request,
+            handler_cancellation=True,
+            access_log=None,
+            auto_decompress=False,
+        )
+        runner = self._runner = web.ServerRunner(
+            server, handle_signals=False, shutdown_timeout=self._shutdown_timeout
+        )
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)
         try:
@@ -127,28 +153,53 @@ class ProxyServer:
 
     # --- one request ------------------------------------------------------------------------------
 
-    def _request(self, message: Any, payload: Any, protocol: Any, writer: Any,
-                 task: asyncio.Task[None]) -> web.BaseRequest:
+    def _request(
+        self, message: Any, payload: Any, protocol: Any, writer: Any, task: asyncio.Task[None]
+    ) -> web.BaseRequest:
         """aiohttp's request, allowed a body of up to the request limit (its default is 1 MiB: too small)."""
-        return web.BaseRequest(message, payload, protocol, writer, task, task.get_loop(),
-                               client_max_size=self.limits.request_bytes)
+        return web.BaseRequest(
+            message,
+            payload,
+            protocol,
+            writer,
+            task,
+            task.get_loop(),
+            client_max_size=self.limits.request_bytes,
+        )
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         if not host_header_is_loopback(request.headers.get("Host")):
-            return _json_error(403, "permission_error", "ctxtui proxy: requests must be addressed to a loopback host")
+            return _json_error(
+                403, "permission_error", "ctxtui proxy: requests must be addressed to a loopback host"
+            )
         target = api_path(request.raw_path)
         if target is None:
-            return _json_error(404, "not_found_error", "ctxtui proxy forwards /v1/... requests only (a path that "
-                               "stays under /v1 once its escapes and dot segments are resolved)")
+            return _json_error(
+                404,
+                "not_found_error",
+                "ctxtui proxy forwards /v1/... requests only (a path that "
+                "stays under /v1 once its escapes and dot segments are resolved)",
+            )
         headers_in = list(request.headers.items())
         hops = hops_of(headers_in)
         if self.id in hops or len(hops) >= MAX_HOPS:
-            why = ("it already went through this proxy" if self.id in hops
-                   else f"it went through {len(hops)} ctxtui proxies already")
-            return _json_error(508, "api_error", f"ctxtui proxy: loop detected: {why}; is the upstream "
-                               f"{shown_upstream(self.upstream)} (or its own upstream) pointed back at a proxy?")
-        too_large = _json_error(413, "request_too_large", "ctxtui proxy: the request body is over "
-                                f"{self.limits.request_bytes:,} bytes (proxy_request_limit)")
+            why = (
+                "it already went through this proxy"
+                if self.id in hops
+                else f"it went through {len(hops)} ctxtui proxies already"
+            )
+            return _json_error(
+                508,
+                "api_error",
+                f"ctxtui proxy: loop detected: {why}; is the upstream "
+                f"{shown_upstream(self.upstream)} (or its own upstream) pointed back at a proxy?",
+            )
+        too_large = _json_error(
+            413,
+            "request_too_large",
+            "ctxtui proxy: the request body is over "
+            f"{self.limits.request_bytes:,} bytes (proxy_request_limit)",
+        )
         if (request.content_length or 0) > self.limits.request_bytes:
             return too_large
         try:
@@ -161,14 +212,30 @@ class ProxyServer:
         exchange_id = new_exchange_id(started) if watched else ""
         if watched and self.watch is not None:
             self.exchanges += 1
-            self.watch.started(ExchangeStart(
-                exchange_id, started, request.method, path, headers_in, body,
-                secret_values(headers_in) | self._upstream_secrets, shown_upstream(self.upstream)))
+            self.watch.started(
+                ExchangeStart(
+                    exchange_id,
+                    started,
+                    request.method,
+                    path,
+                    headers_in,
+                    body,
+                    secret_values(headers_in) | self._upstream_secrets,
+                    shown_upstream(self.upstream),
+                )
+            )
         forwarded = with_hop(forwarded_headers(headers_in), hops, self.id)
         return await self._forward(request, target, body, forwarded, clock, exchange_id if watched else None)
 
-    async def _forward(self, request: web.BaseRequest, target: str, body: bytes, headers: list[tuple[str, str]],
-                       clock: float, exchange_id: str | None) -> web.StreamResponse:
+    async def _forward(
+        self,
+        request: web.BaseRequest,
+        target: str,
+        body: bytes,
+        headers: list[tuple[str, str]],
+        clock: float,
+        exchange_id: str | None,
+    ) -> web.StreamResponse:
         seen = _Seen(clock, [] if exchange_id is not None else None, self.limits.reply_bytes)
         try:
             return await self._relay(request, target, body, headers, seen)
@@ -179,20 +246,27 @@ class ProxyServer:
             if exchange_id is not None and self.watch is not None:
                 self.watch.finished(seen.end(exchange_id))
 
-    async def _relay(self, request: web.BaseRequest, target: str, body: bytes, headers: list[tuple[str, str]],
-                     seen: _Seen) -> web.StreamResponse:
+    async def _relay(
+        self, request: web.BaseRequest, target: str, body: bytes, headers: list[tuple[str, str]], seen: _Seen
+    ) -> web.StreamResponse:
         """Send the request on (to `target`, the checked path) and the reply back; what happened is noted in
         `seen` for the watch."""
         assert self._session is not None
         url = URL(self.upstream + target, encoded=True)
         try:
             upstream = await self._session.request(
-                request.method, url, headers=headers, data=body or None,
-                skip_auto_headers=_NOT_AUTOMATIC, allow_redirects=False)
+                request.method,
+                url,
+                headers=headers,
+                data=body or None,
+                skip_auto_headers=_NOT_AUTOMATIC,
+                allow_redirects=False,
+            )
         except (TimeoutError, aiohttp.ClientError, OSError) as error:
             seen.outcome, seen.status = "unreachable", 502
             seen.note = Redactor(self._upstream_secrets).text(
-                f"ctxtui proxy: the upstream {shown_upstream(self.upstream)} cannot be reached: {_reason(error)}")
+                f"ctxtui proxy: the upstream {shown_upstream(self.upstream)} cannot be reached: {_reason(error)}"
+            )
             seen.headers = [("Content-Type", "application/json")]
             data = error_body("api_error", seen.note)
             seen.keep(data)
@@ -203,8 +277,10 @@ class ProxyServer:
             response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
             for name, value in forwarded_headers(seen.headers):
                 response.headers.add(name, value)
-            if upstream.content_length is not None and "chunked" not in upstream.headers.get(
-                    "Transfer-Encoding", "").lower():
+            if (
+                upstream.content_length is not None
+                and "chunked" not in upstream.headers.get("Transfer-Encoding", "").lower()
+            ):
                 response.content_length = upstream.content_length
             try:
                 await response.prepare(request)
@@ -214,13 +290,20 @@ class ProxyServer:
                     await response.write(chunk)  # before anything else is done with it
                     seen.keep(chunk)
                 await response.write_eof()
-            except (ConnectionResetError, TimeoutError, aiohttp.ClientPayloadError,
-                    aiohttp.ClientConnectionError) as error:
+            except (
+                ConnectionResetError,
+                TimeoutError,
+                aiohttp.ClientPayloadError,
+                aiohttp.ClientConnectionError,
+            ) as error:
                 if _client_gone(request):
                     seen.outcome = "client_gone"  # aiohttp's own end of the response then fails quietly
                 else:
                     # The upstream broke off: so must the client's reply (not a clean end it would trust).
-                    seen.outcome, seen.note = "upstream_cut", f"the upstream broke off the reply: {_reason(error)}"
+                    seen.outcome, seen.note = (
+                        "upstream_cut",
+                        f"the upstream broke off the reply: {_reason(error)}",
+                    )
                     if request.transport is not None:
                         request.transport.close()
             return response
@@ -254,8 +337,16 @@ class _Seen:
         timings = Timings(self.headers_at, self.first_at, time.perf_counter() - self.clock)
         body = b"".join(self.capture or ())
         self.capture = None  # the pieces go as soon as they are one
-        return ExchangeEnd(exchange_id, self.status, self.headers, body, timings, self.outcome, self.note,
-                           self.size if self.size > self.kept else None)
+        return ExchangeEnd(
+            exchange_id,
+            self.status,
+            self.headers,
+            body,
+            timings,
+            self.outcome,
+            self.note,
+            self.size if self.size > self.kept else None,
+        )
 
 
 def _client_gone(request: web.BaseRequest) -> bool:

@@ -38,7 +38,9 @@ class BodyTooLarge(UndecodableBody):
     """The body, inflated, would be larger than the limit it was decoded with (inflating stopped there)."""
 
 
-def decode_body(data: bytes, encoding: str | None, limit: int | None = None, *, partial: bool = False) -> bytes:
+def decode_body(
+    data: bytes, encoding: str | None, limit: int | None = None, *, partial: bool = False
+) -> bytes:
     """`data` with its content encoding undone (identity, gzip, deflate); UndecodableBody otherwise.
 
     `limit`: the most bytes any layer may inflate to (BodyTooLarge past it, raised while inflating).
@@ -57,7 +59,9 @@ def decode_body(data: bytes, encoding: str | None, limit: int | None = None, *, 
             except BodyTooLarge:
                 raise
             except UndecodableBody:
-                data = _inflate(data, -zlib.MAX_WBITS, coding, limit, partial)  # raw deflate, as some servers send it
+                data = _inflate(
+                    data, -zlib.MAX_WBITS, coding, limit, partial
+                )  # raw deflate, as some servers send it
         else:
             raise UndecodableBody(f"content-encoding {coding} is not decoded")
     if limit is not None and len(data) > limit:
@@ -77,12 +81,16 @@ def _inflate(data: bytes, wbits: int, coding: str, limit: int | None, partial: b
                 out += inflater.decompress(pending, room)
                 pending = inflater.unconsumed_tail
                 if limit is not None and len(out) > limit:
-                    raise BodyTooLarge(f"content-encoding {coding}: the body inflates past the limit of {limit:,} bytes"
-                                       " (inflating stopped there)")
+                    raise BodyTooLarge(
+                        f"content-encoding {coding}: the body inflates past the limit of {limit:,} bytes"
+                        " (inflating stopped there)"
+                    )
             if not inflater.eof:
                 out += inflater.flush()
                 if limit is not None and len(out) > limit:
-                    raise BodyTooLarge(f"content-encoding {coding}: the body inflates past the limit of {limit:,} bytes")
+                    raise BodyTooLarge(
+                        f"content-encoding {coding}: the body inflates past the limit of {limit:,} bytes"
+                    )
                 if not partial:
                     raise UndecodableBody(f"content-encoding {coding}: the data ends before the stream does")
                 break
@@ -196,7 +204,9 @@ def checked_usage(usage: JSONDict, where: str = "usage") -> tuple[JSONDict, list
             checked[key], inner = checked_usage(value, name)
             notes.extend(inner)
             continue
-        counted = key.endswith(_COUNT_SUFFIXES) or (isinstance(value, int | float) and not isinstance(value, bool))
+        counted = key.endswith(_COUNT_SUFFIXES) or (
+            isinstance(value, int | float) and not isinstance(value, bool)
+        )
         if counted and value is not None and not _is_count(value):
             checked[key] = None
             notes.append(f"{name[:80]} {str(value)[:40]!r} is not a token count: recorded as unknown")
@@ -339,7 +349,9 @@ def _index(data: JSONDict) -> int:
     """A block's index: a whole number below MAX_BLOCKS (ValueError otherwise, noted as the event's problem)."""
     index = data["index"]
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < MAX_BLOCKS:
-        raise ValueError(f"index {str(index)[:20]!r} is not a block index (a whole number below {MAX_BLOCKS:,})")
+        raise ValueError(
+            f"index {str(index)[:20]!r} is not a block index (a whole number below {MAX_BLOCKS:,})"
+        )
     return index
 
 
@@ -364,7 +376,9 @@ def reassemble_stream(text: str) -> Reply:
 
 
 def _odd_numbers(count: int) -> str:
-    return f"{count:,} number(s) were not finite (NaN, Infinity, or too large): kept as the text that was sent"
+    return (
+        f"{count:,} number(s) were not finite (NaN, Infinity, or too large): kept as the text that was sent"
+    )
 
 
 def reply_from_body(text: str) -> Reply:
@@ -382,8 +396,14 @@ def reply_from_body(text: str) -> Reply:
     return Reply(problems=["the body is not a JSON object"])
 
 
-def read_reply(body: bytes, content_type: str | None, content_encoding: str | None, *, limit: int | None = None,
-               cut: bool = False) -> Reply:
+def read_reply(
+    body: bytes,
+    content_type: str | None,
+    content_encoding: str | None,
+    *,
+    limit: int | None = None,
+    cut: bool = False,
+) -> Reply:
     """The reply in `body` as the client got it (a stream when the content type says so).
 
     `limit`: the most bytes the body may inflate to. `cut`: `body` is only the reply's first part (the
@@ -398,7 +418,7 @@ def read_reply(body: bytes, content_type: str | None, content_encoding: str | No
         if cut:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
             end = text.rfind("\n\n")
-            text = text[:end + 2] if end >= 0 else ""  # up to the end of the last whole event
+            text = text[: end + 2] if end >= 0 else ""  # up to the end of the last whole event
         return reassemble_stream(text)
     if not text.strip():
         return Reply()

@@ -28,8 +28,15 @@ STOP_TIMEOUT = 30.0
 class ProxyThread:
     """A proxy started with `start()` (blocking until it listens), read with `events()`, ended with `stop()`."""
 
-    def __init__(self, upstream: str, recorder: Recorder | None = None, *, host: str = "127.0.0.1",
-                 port: int = 0, limits: ProxyLimits | None = None) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        recorder: Recorder | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        limits: ProxyLimits | None = None,
+    ) -> None:
         self.recorder = recorder
         self.watch = Watch(recorder, limits)
         self.server = ProxyServer(upstream, self.watch, host=host, port=port, limits=self.watch.limits)

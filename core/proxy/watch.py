@@ -96,7 +96,6 @@ class _Placed:
     notes: tuple[str, ...] = ()
 
 
-
 def canonical(value: Any) -> Any:
     """A system prompt or message content as its conversation is known by, whatever the client's
     spelling: a string is its one text block, and cache breakpoints (which clients move from call to
@@ -114,6 +113,7 @@ def _without_breakpoints(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_breakpoints(item) for item in value]
     return value
+
 
 class Watch:
     """Turns exchanges into calls, records them (unless `recorder` is None) and publishes events."""
@@ -202,10 +202,18 @@ class Watch:
                     self._notify(notes)  # before the call's end: its end is the last word about it
                     self._publish(CallFinished(done))
             except Exception as error:  # untrusted bodies must never stop the watch
-                redactor = (Redactor(item.secrets) if isinstance(item, ExchangeStart)
-                            else self._redactors.get(item.id, NO_SECRETS))
-                self._notify((redactor.text(f"could not read an exchange: {type(error).__name__}: "
-                                            f"{str(error)[:300]}"),))
+                redactor = (
+                    Redactor(item.secrets)
+                    if isinstance(item, ExchangeStart)
+                    else self._redactors.get(item.id, NO_SECRETS)
+                )
+                self._notify(
+                    (
+                        redactor.text(
+                            f"could not read an exchange: {type(error).__name__}: {str(error)[:300]}"
+                        ),
+                    )
+                )
             del item  # its body (up to a limit's worth of bytes) is not kept until the next exchange comes
 
     def _notify(self, notes: Sequence[str]) -> None:
@@ -250,7 +258,9 @@ class Watch:
             # Equal system prompts and tool lists are the previous call's objects: a long session keeps one copy.
             system = previous.system if system == previous.system else system
             tools = previous.tools if tools == previous.tools else tools
-        known = dict(zip(map(id, previous.messages), conversation.latest_sizes, strict=False)) if previous else {}
+        known = (
+            dict(zip(map(id, previous.messages), conversation.latest_sizes, strict=False)) if previous else {}
+        )
         sizes = [known.get(id(message)) or message_chars(message) for message in interned]
         prefix = conversation.prints.print(model or "", system, tools or [], interned)
         if _one_hour_marks(body):
@@ -258,14 +268,29 @@ class Watch:
         miss = conversation.cache.miss(prefix, start.started)
         if miss is not None and miss.cause == "messages_changed" and diff.compacted:
             miss = replace(miss, by=CLIENT_COMPACTION)
-        user_agent = next((redactor.text(value) for name, value in start.headers if name.lower() == "user-agent"), None)
+        user_agent = next(
+            (redactor.text(value) for name, value in start.headers if name.lower() == "user-agent"), None
+        )
         call = ProxyCall(
-            id=start.id, number=len(self.calls) + 1, started=start.started, user_agent=user_agent,
-            conversation=conversation.number, conversation_key=conversation.key, turn=len(conversation.calls) + 1,
-            model=model, stream=body.get("stream") is True, messages=interned, system=system, tools=tools,
+            id=start.id,
+            number=len(self.calls) + 1,
+            started=start.started,
+            user_agent=user_agent,
+            conversation=conversation.number,
+            conversation_key=conversation.key,
+            turn=len(conversation.calls) + 1,
+            model=model,
+            stream=body.get("stream") is True,
+            messages=interned,
+            system=system,
+            tools=tools,
             params={key: value for key, value in body.items() if key not in ("messages", "system", "tools")},
-            chars=list_chars(sizes, len(sizes)), diff=diff, markers=tuple(find_client_markers(interned)),
-            body_error=body_error, prefix=prefix, cache_miss=miss,
+            chars=list_chars(sizes, len(sizes)),
+            diff=diff,
+            markers=tuple(find_client_markers(interned)),
+            body_error=body_error,
+            prefix=prefix,
+            cache_miss=miss,
         )
         notes: list[str] = []
         if body_error is not None and body_error.startswith(_OVER_LIMIT):
@@ -286,19 +311,29 @@ class Watch:
         A request that opens with a client's compaction summary continues a known conversation (the
         compaction replaced its first message, hence its key): see `_compacted_from`.
         """
-        first = next((message for message in messages if isinstance(message, dict)
-                      and message.get("role") == "user"), None)
+        first = next(
+            (message for message in messages if isinstance(message, dict) and message.get("role") == "user"),
+            None,
+        )
         system_key = digest(canonical(system))
         key = digest([canonical(system), canonical(first.get("content") if first is not None else None)])[:12]
         known = self._by_key.get(key)
         if known is not None:
             return known, False, key
-        if first is not None and first is (messages[0] if messages else None) and is_compaction_summary(first):
+        if (
+            first is not None
+            and first is (messages[0] if messages else None)
+            and is_compaction_summary(first)
+        ):
             continued = self._compacted_from(_first_text(first), system_key)
             if continued is not None:
                 return continued, False, key
         label = one_line(_first_text(first), 60) if first is not None else "(no user message)"
-        return Conversation(number=len(self.conversations) + 1, key=key, label=label, system_key=system_key), True, key
+        return (
+            Conversation(number=len(self.conversations) + 1, key=key, label=label, system_key=system_key),
+            True,
+            key,
+        )
 
     def _compacted_from(self, summary: str, system_key: str) -> Conversation | None:
         """The conversation a compaction summary continues: the one whose recent reply wrote that summary
@@ -309,8 +344,14 @@ class Watch:
             sample = lines[:5]
             if sample and sum(line in summary for line in sample) * 2 >= len(sample):
                 return self.conversations[call.conversation - 1]
-        return next((conversation for conversation in reversed(self.conversations)
-                     if conversation.system_key == system_key), None)
+        return next(
+            (
+                conversation
+                for conversation in reversed(self.conversations)
+                if conversation.system_key == system_key
+            ),
+            None,
+        )
 
     def _finish_call(self, call: ProxyCall, end: ExchangeEnd) -> tuple[ProxyCall, tuple[str, ...]]:
         """The call completed from how its exchange ended, recorded; and the notes worth a ProxyNotice."""
@@ -318,40 +359,82 @@ class Watch:
         headers = {name.lower(): value for name, value in end.headers}
         size = len(end.body) if end.size is None else end.size
         cut = size > len(end.body)
-        reply = read_reply(end.body, headers.get("content-type"), headers.get("content-encoding"),
-                           limit=self.limits.reply_bytes, cut=cut)
+        reply = read_reply(
+            end.body,
+            headers.get("content-type"),
+            headers.get("content-encoding"),
+            limit=self.limits.reply_bytes,
+            cut=cut,
+        )
         message, error = redactor.value(reply.message), redactor.value(reply.error)
         usage_map, usage_notes = checked_usage(reply.usage) if reply.usage is not None else (None, [])
         if message is not None and usage_map is not None:
             message = {**message, "usage": usage_map}
         usage = _usage(reply.usage, usage_map)
-        model = message.get("model") if message is not None and isinstance(message.get("model"), str) else call.model
+        model = (
+            message.get("model")
+            if message is not None and isinstance(message.get("model"), str)
+            else call.model
+        )
         price = price_for(model) if model else None
         cost = price.cost(usage) if price is not None and usage is not None else None
         if end.note is not None and error is None:
             error = {"type": "api_error", "message": redactor.text(end.note)}
         notes = [f"call #{call.number}: {note}" for note in usage_notes]
         if cut:
-            notes.append(f"call #{call.number}: the reply was {size:,} bytes, over proxy_reply_limit: the client got "
-                         f"all of it, the recording and the view keep its first {len(end.body):,} bytes")
+            notes.append(
+                f"call #{call.number}: the reply was {size:,} bytes, over proxy_reply_limit: the client got "
+                f"all of it, the recording and the view keep its first {len(end.body):,} bytes"
+            )
         problems = capped([*notes, *(redactor.text(problem) for problem in reply.problems)])
-        done = replace(call, outcome=end.outcome, status=end.status, reply=message, error=error, usage=usage,
-                       cost=cost, timings=end.timings, complete=reply.complete and not cut)
+        done = replace(
+            call,
+            outcome=end.outcome,
+            status=end.status,
+            reply=message,
+            error=error,
+            usage=usage,
+            cost=cost,
+            timings=end.timings,
+            complete=reply.complete and not cut,
+        )
         conversation = self._by_key.get(call.conversation_key)
-        if conversation is not None and call.prefix is not None and usage is not None and (end.status or 0) < 400:
+        if (
+            conversation is not None
+            and call.prefix is not None
+            and usage is not None
+            and (end.status or 0) < 400
+        ):
             # The usage shows a cache the server lost though the client changed nothing (expired, evicted).
             ended = call.started + (end.timings.total or 0.0)
-            done = replace(done, cache_miss=conversation.cache.settle(
-                call.prefix, call.cache_miss, usage.figure("cache_read_tokens"), ended))
+            done = replace(
+                done,
+                cache_miss=conversation.cache.settle(
+                    call.prefix, call.cache_miss, usage.figure("cache_read_tokens"), ended
+                ),
+            )
             conversation.cache.answered(call.prefix, usage, call.started)
         if self.recorder is not None and call.record is not None:
             record = {
-                "type": RESPONSE, "id": call.id, "status": end.status, "outcome": end.outcome,
-                "headers": recorded_response_headers(end.headers), "streamed": reply.events > 0,
-                "reply": message, "error": error, "complete": done.complete, "usage": usage_map,
-                "model": model, "cost": cost, "events": reply.events, "bytes": size,
-                "timings": {"headers": end.timings.headers, "first_byte": end.timings.first_byte,
-                            "total": end.timings.total},
+                "type": RESPONSE,
+                "id": call.id,
+                "status": end.status,
+                "outcome": end.outcome,
+                "headers": recorded_response_headers(end.headers),
+                "streamed": reply.events > 0,
+                "reply": message,
+                "error": error,
+                "complete": done.complete,
+                "usage": usage_map,
+                "model": model,
+                "cost": cost,
+                "events": reply.events,
+                "bytes": size,
+                "timings": {
+                    "headers": end.timings.headers,
+                    "first_byte": end.timings.first_byte,
+                    "total": end.timings.total,
+                },
                 "problems": problems,
             }
             if cut:
@@ -387,18 +470,37 @@ def _one_hour_marks(body: dict[str, Any]) -> bool:
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):
             blocks.extend(content)
-    return any(isinstance(block, dict) and isinstance(block.get("cache_control"), dict)
-               and block["cache_control"].get("ttl") == "1h" for block in blocks)
+    return any(
+        isinstance(block, dict)
+        and isinstance(block.get("cache_control"), dict)
+        and block["cache_control"].get("ttl") == "1h"
+        for block in blocks
+    )
 
 
-def _request_record(start: ExchangeStart, call: ProxyCall, body: dict[str, Any], body_error: str | None,
-                    text: str, redactor: Redactor) -> dict[str, Any]:
+def _request_record(
+    start: ExchangeStart,
+    call: ProxyCall,
+    body: dict[str, Any],
+    body_error: str | None,
+    text: str,
+    redactor: Redactor,
+) -> dict[str, Any]:
     """The `proxy_request` record: the body as the client sent it, an allow-list of headers."""
     record: dict[str, Any] = {
-        "type": REQUEST, "version": RECORD_VERSION, "id": start.id, "started": start.started,
-        "method": start.method, "path": start.path, "upstream": start.upstream, "user_agent": call.user_agent,
-        "headers": redactor.value(recorded_request_headers(start.headers)), "body_bytes": len(start.body),
-        "conversation": call.conversation_key, "conversation_number": call.conversation, "turn": call.turn,
+        "type": REQUEST,
+        "version": RECORD_VERSION,
+        "id": start.id,
+        "started": start.started,
+        "method": start.method,
+        "path": start.path,
+        "upstream": start.upstream,
+        "user_agent": call.user_agent,
+        "headers": redactor.value(recorded_request_headers(start.headers)),
+        "body_bytes": len(start.body),
+        "conversation": call.conversation_key,
+        "conversation_number": call.conversation,
+        "turn": call.turn,
     }
     if body_error is None:
         record["body"] = body
@@ -413,13 +515,23 @@ _OVER_LIMIT = "over proxy_body_limit"
 def _parse_body(start: ExchangeStart, limit: int) -> tuple[dict[str, Any], str | None, str]:
     """The request body as a dict, or ({}, why not, its text); never inflated or read past `limit` bytes."""
     if len(start.body) > limit:
-        return {}, f"{_OVER_LIMIT}: the body is {len(start.body):,} bytes: forwarded as sent, recorded without it", ""
+        return (
+            {},
+            f"{_OVER_LIMIT}: the body is {len(start.body):,} bytes: forwarded as sent, recorded without it",
+            "",
+        )
     encoding = next((value for name, value in start.headers if name.lower() == "content-encoding"), None)
     try:
         raw = decode_body(start.body, encoding, limit)
     except BodyTooLarge:
-        return {}, (f"{_OVER_LIMIT}: the body inflates past {limit:,} bytes ({encoding}): forwarded as sent, "
-                    "recorded without it"), ""
+        return (
+            {},
+            (
+                f"{_OVER_LIMIT}: the body inflates past {limit:,} bytes ({encoding}): forwarded as sent, "
+                "recorded without it"
+            ),
+            "",
+        )
     except UndecodableBody as error:
         return {}, str(error), ""
     text = raw.decode("utf-8", errors="replace")
@@ -437,6 +549,10 @@ def _first_text(message: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = [str(block.get("text", "")) for block in content if isinstance(block, dict) and block.get("type") == "text"]
+        texts = [
+            str(block.get("text", ""))
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text"
+        ]
         return "\n".join(texts) if texts else "(no text)"
     return ""

@@ -34,7 +34,9 @@ class ClaudeCodeSession:
     archived: list[Message] = field(default_factory=list)  # what the last compaction replaced
     summary: str | None = None  # the text of the last compact summary
     boundaries: int = 0
-    cuts: list[int] = field(default_factory=list)  # len(archived) after each boundary: what each compaction took
+    cuts: list[int] = field(
+        default_factory=list
+    )  # len(archived) after each boundary: what each compaction took
     sidechain_records: int = 0
     skipped: int = 0
     cwd: str | None = None
@@ -80,7 +82,9 @@ def _active_branch(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     while current is not None and current["uuid"] not in seen:
         seen.add(current["uuid"])
         branch.append(current)
-        parent = current.get("parentUuid") or (current.get("logicalParentUuid") if is_boundary(current) else None)
+        parent = current.get("parentUuid") or (
+            current.get("logicalParentUuid") if is_boundary(current) else None
+        )
         if parent is None and is_boundary(current):
             # A boundary that does not point back: what came before it in the file is what it replaced.
             index = next(position for position, record in enumerate(records) if record is current)
@@ -111,8 +115,12 @@ def _message_of(record: dict[str, Any]) -> Message | None:
 
 def _only_tool_results(message: Message) -> bool:
     content = message.get("content")
-    return (message.get("role") == "user" and isinstance(content, list) and bool(content)
-            and all(block.get("type") == "tool_result" for block in content))
+    return (
+        message.get("role") == "user"
+        and isinstance(content, list)
+        and bool(content)
+        and all(block.get("type") == "tool_result" for block in content)
+    )
 
 
 def _text(content: Any) -> str:

@@ -30,7 +30,11 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
     the person named it)."""
     samples: list[dict[str, Any]] = []
     for record in read_records(path, follow_symlinks=True):
-        if not isinstance(record, dict) or record.get("type") != "event" or record.get("kind") != "ContextSampled":
+        if (
+            not isinstance(record, dict)
+            or record.get("type") != "event"
+            or record.get("kind") != "ContextSampled"
+        ):
             continue
         event = record.get("event")
         sample = event.get("sample") if isinstance(event, dict) else None
@@ -47,9 +51,13 @@ def checked_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
         checked[key] = token_figure(sample.get(key))
     checked["cost"] = cost_figure(sample.get("cost"))
     split = sample.get("cost_parts")
-    checked["cost_parts"] = {name: cost_figure(split.get(name)) for name in _PARTS} if isinstance(split, dict) else None
+    checked["cost_parts"] = (
+        {name: cost_figure(split.get(name)) for name in _PARTS} if isinstance(split, dict) else None
+    )
     miss = sample.get("cache_miss")
-    checked["cache_miss"] = {**miss, "tokens": token_figure(miss.get("tokens"))} if isinstance(miss, dict) else None
+    checked["cache_miss"] = (
+        {**miss, "tokens": token_figure(miss.get("tokens"))} if isinstance(miss, dict) else None
+    )
     return checked
 
 
@@ -114,25 +122,35 @@ def _disagrees(miss: Any, api: Any) -> bool:
 
 def economics_text(data: Mapping[str, Any]) -> list[str]:
     """The economics as report lines."""
-    lines = [f"cache economics: {data['calls']} call(s), {data['summary_calls']} summary call(s)"
-             + (f", {data['failed_calls']} failed" if data["failed_calls"] else "")]
+    lines = [
+        f"cache economics: {data['calls']} call(s), {data['summary_calls']} summary call(s)"
+        + (f", {data['failed_calls']} failed" if data["failed_calls"] else "")
+    ]
     if data["cost"] is not None:
         split = data["cost_parts"]
-        lines.append(f"  cost ${data['cost']:.4f}: input ${split['input']:.4f}, cache write ${split['cache_write']:.4f}, "
-                     f"cache read ${split['cache_read']:.4f}, output ${split['output']:.4f}")
+        lines.append(
+            f"  cost ${data['cost']:.4f}: input ${split['input']:.4f}, cache write ${split['cache_write']:.4f}, "
+            f"cache read ${split['cache_read']:.4f}, output ${split['output']:.4f}"
+        )
     else:
         lines.append("  cost: not priced (offline, or a model without a price)")
     tokens = data["tokens"]
     rate = f"{100 * data['hit_rate']:.1f}%" if data["hit_rate"] is not None else "-"
-    lines.append(f"  hit rate {rate}: {tokens.get('cache_read_tokens', 0):,} read, "
-                 f"{tokens.get('cache_creation_tokens', 0):,} written, {tokens.get('input_tokens', 0):,} uncached, "
-                 f"{tokens.get('output_tokens', 0):,} output ({tokens.get('thinking_tokens', 0):,} thinking)")
+    lines.append(
+        f"  hit rate {rate}: {tokens.get('cache_read_tokens', 0):,} read, "
+        f"{tokens.get('cache_creation_tokens', 0):,} written, {tokens.get('input_tokens', 0):,} uncached, "
+        f"{tokens.get('output_tokens', 0):,} output ({tokens.get('thinking_tokens', 0):,} thinking)"
+    )
     if not data["misses"]:
         lines.append("  no cache misses recorded")
     for cause, entry in sorted(data["misses"].items(), key=lambda item: -item[1]["calls"]):
-        lines.append(f"  miss {cause:<17} {entry['calls']:>4} call(s), {entry['tokens']:>10,} tokens written again")
+        lines.append(
+            f"  miss {cause:<17} {entry['calls']:>4} call(s), {entry['tokens']:>10,} tokens written again"
+        )
     if data["misses_by"]:
-        lines.append("  misses caused by: " + ", ".join(f"{name} {count}" for name, count in data["misses_by"].items()))
+        lines.append(
+            "  misses caused by: " + ", ".join(f"{name} {count}" for name, count in data["misses_by"].items())
+        )
     if data["api_disagreements"]:
         lines.append(f"  the API's diagnosis disagreed with ctxtui's on {data['api_disagreements']} call(s)")
     return lines

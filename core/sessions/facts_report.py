@@ -41,8 +41,19 @@ def ledger_of(inspected: Inspected) -> list[LedgerEntry]:
     for stop in inspected.cuts:
         if stop > start:
             chars = sum(message_chars(message) for message in inspected.archived[start:stop])
-            entries.append(LedgerEntry(CLAUDE_CODE_STEP, 0, "messages", run_label(start, stop), chars, None,
-                                       str(inspected.path), False, span=(start, stop)))
+            entries.append(
+                LedgerEntry(
+                    CLAUDE_CODE_STEP,
+                    0,
+                    "messages",
+                    run_label(start, stop),
+                    chars,
+                    None,
+                    str(inspected.path),
+                    False,
+                    span=(start, stop),
+                )
+            )
         start = stop
     return entries
 
@@ -51,7 +62,9 @@ def facts_of_file(inspected: Inspected) -> list[Fact]:
     """The facts of an inspected file, each visible in its context or not (and then where it is)."""
     if inspected.kind == "claude-code":
         return _claude_code_facts(inspected)
-    archive = Archive(inspected.workdir) if inspected.workdir is not None and inspected.workdir.is_dir() else None
+    archive = (
+        Archive(inspected.workdir) if inspected.workdir is not None and inspected.workdir.is_dir() else None
+    )
     fallback = str(inspected.path) if inspected.kind == "session" else None
     return read_back(inspected.messages, archive, fallback).report().facts
 
@@ -61,14 +74,19 @@ def _claude_code_facts(inspected: Inspected) -> list[Fact]:
     from core.facts.index import FactIndex
 
     index = FactIndex(inspected.messages)
-    found = [(key, f"messages.{position}", str(inspected.path))
-             for position, message in enumerate(inspected.archived) for key, _ in facts_of(message)]
+    found = [
+        (key, f"messages.{position}", str(inspected.path))
+        for position, message in enumerate(inspected.archived)
+        for key, _ in facts_of(message)
+    ]
     named = _named_transcript(inspected)
     if named is not None:
         earlier = read_claude_code(named)
-        found += [(key, f"messages.{position}", str(named))
-                  for position, message in enumerate([*earlier.archived, *earlier.messages])
-                  for key, _ in facts_of(message)]
+        found += [
+            (key, f"messages.{position}", str(named))
+            for position, message in enumerate([*earlier.archived, *earlier.messages])
+            for key, _ in facts_of(message)
+        ]
     index.add_archived(found)
     return index.report().facts
 
@@ -105,9 +123,11 @@ def facts_and_ledger_text(data: dict[str, Any]) -> str:
         for entry in entries:
             tokens = f", {entry['tokens']:,} tok" if entry["tokens"] is not None else ""
             back = f", back ({entry['returned']})" if entry.get("returned") else ""
-            lines.append(f"  call {entry['call']:>3}  {entry['step']:<18} {one_line(entry['label'], 60):<{width}} "
-                         f"{entry['chars']:>9,} ch{tokens}  {entry['path'] or '-'}"
-                         f"{' restorable' if entry['restorable'] else ''}{back}")
+            lines.append(
+                f"  call {entry['call']:>3}  {entry['step']:<18} {one_line(entry['label'], 60):<{width}} "
+                f"{entry['chars']:>9,} ch{tokens}  {entry['path'] or '-'}"
+                f"{' restorable' if entry['restorable'] else ''}{back}"
+            )
     if "facts" in data:
         facts = data["facts"]
         hidden = [fact for fact in facts if not fact["visible"]]

@@ -36,11 +36,20 @@ from core.sessions.log import SessionLog, valid_message
 from core.text import plural
 
 Message = dict[str, Any]
-FileKind = Literal["session", "transcript", "messages", "request", "claude-code", "proxy",
-                   "swe-agent", "atif", "codex", "openhands"]
+FileKind = Literal[
+    "session",
+    "transcript",
+    "messages",
+    "request",
+    "claude-code",
+    "proxy",
+    "swe-agent",
+    "atif",
+    "codex",
+    "openhands",
+]
 GZIP_MAGIC = b"\x1f\x8b"
 TRAJECTORY_KINDS = ("swe-agent", "atif", "codex", "openhands")  # another agent's run (core/trajectories/)
-
 
 
 class InspectError(ValueError):
@@ -63,10 +72,11 @@ class Inspected:
     notes: list[str] = field(default_factory=list)
     proxy: dict[str, Any] | None = None  # a proxy recording: the latest exchange's figures
     ledger: list[LedgerEntry] = field(default_factory=list)  # a ctxtui session's ledger (from its log)
-    cuts: list[int] = field(default_factory=list)  # Claude Code: where each compaction boundary cut `archived`
+    cuts: list[int] = field(
+        default_factory=list
+    )  # Claude Code: where each compaction boundary cut `archived`
     model: str | None = None  # the model the file names (a trajectory)
     times: list[float | None] = field(default_factory=list)  # a trajectory: when each model call was made
-
 
 
 # --- reading --------------------------------------------------------------------------------------
@@ -124,12 +134,24 @@ def _load_trajectory(path: Path, data: Any = None) -> Inspected | None:
         raise InspectError(str(error)) from None
     if trajectory is None:
         return None
-    notes = [f"{trajectory.format} trajectory: {plural(trajectory.calls, 'model call')}"
-             + (f" by {trajectory.model}" if trajectory.model else ""), *trajectory.notes]
+    notes = [
+        f"{trajectory.format} trajectory: {plural(trajectory.calls, 'model call')}"
+        + (f" by {trajectory.model}" if trajectory.model else ""),
+        *trajectory.notes,
+    ]
     kind: FileKind = trajectory.format  # type: ignore[assignment]
-    return Inspected(path, kind, trajectory.messages, system=trajectory.system, tools=trajectory.tools or None,
-                     workdir=path.parent, skipped=trajectory.skipped, notes=notes, model=trajectory.model,
-                     times=list(trajectory.times))
+    return Inspected(
+        path,
+        kind,
+        trajectory.messages,
+        system=trajectory.system,
+        tools=trajectory.tools or None,
+        workdir=path.parent,
+        skipped=trajectory.skipped,
+        notes=notes,
+        model=trajectory.model,
+        times=list(trajectory.times),
+    )
 
 
 def _load_json(path: Path) -> Inspected:
@@ -144,15 +166,23 @@ def _load_json(path: Path) -> Inspected:
         return Inspected(path, "messages", _checked(path, data), workdir=path.parent)
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
         tools = data.get("tools")
-        return Inspected(path, "request", _checked(path, data["messages"]), system=data.get("system"),
-                         tools=tools if isinstance(tools, list) else None, workdir=path.parent)
-    raise InspectError(f"{path}: expected a list of messages or a request body with \"messages\"")
+        return Inspected(
+            path,
+            "request",
+            _checked(path, data["messages"]),
+            system=data.get("system"),
+            tools=tools if isinstance(tools, list) else None,
+            workdir=path.parent,
+        )
+    raise InspectError(f'{path}: expected a list of messages or a request body with "messages"')
 
 
 def _checked(path: Path, messages: list[Any]) -> list[Message]:
     for index, message in enumerate(messages):
         if not valid_message(message):
-            raise InspectError(f"{path}: message {index} is not a Messages API message (role user/assistant, content)")
+            raise InspectError(
+                f"{path}: message {index} is not a Messages API message (role user/assistant, content)"
+            )
     return list(messages)
 
 
@@ -167,25 +197,44 @@ def _load_jsonl(path: Path) -> Inspected:
     first = _first_record(path)
     if first is None:
         raise InspectError(f"{path}: empty, or no line of it is JSON")
-    if isinstance(first, dict) and first.get("type") in ("meta", "message", "splice", "replace", "pins", "compaction", "event"):
+    if isinstance(first, dict) and first.get("type") in (
+        "meta",
+        "message",
+        "splice",
+        "replace",
+        "pins",
+        "compaction",
+        "event",
+    ):
         replay = SessionLog.replay(path, follow_symlinks=True)
         workdir = replay.meta.get("workdir")
         root = Path(workdir) if isinstance(workdir, str) else path.parent.parent.parent
-        return Inspected(path, "session", replay.messages, workdir=root, skipped=replay.skipped,
-                         ledger=replay.ledger)
+        return Inspected(
+            path, "session", replay.messages, workdir=root, skipped=replay.skipped, ledger=replay.ledger
+        )
     if is_proxy_record(first):
         return _load_proxy(path)
     if looks_like_claude_code(first) or _any_claude_code(path):
         session = read_claude_code(path)
         notes = []
         if session.boundaries:
-            notes.append(f"{plural(len(session.archived), 'message')} before the last of "
-                         f"{plural(session.boundaries, 'compaction boundary', 'compaction boundaries')} are shown as archived")
+            notes.append(
+                f"{plural(len(session.archived), 'message')} before the last of "
+                f"{plural(session.boundaries, 'compaction boundary', 'compaction boundaries')} are shown as archived"
+            )
         if session.sidechain_records:
             notes.append(f"{session.sidechain_records} side-chain records left out")
-        return Inspected(path, "claude-code", session.messages, archived=session.archived, summary=session.summary,
-                         workdir=Path(session.cwd) if session.cwd else None, skipped=session.skipped, notes=notes,
-                         cuts=session.cuts)
+        return Inspected(
+            path,
+            "claude-code",
+            session.messages,
+            archived=session.archived,
+            summary=session.summary,
+            workdir=Path(session.cwd) if session.cwd else None,
+            skipped=session.skipped,
+            notes=notes,
+            cuts=session.cuts,
+        )
     records, skipped = read_records(path)
     messages: list[Message] = [record for record in records if valid_message(record)]
     skipped += len(records) - len(messages)
@@ -202,8 +251,9 @@ def _load_proxy(path: Path) -> Inspected:
     """A `ctxtui proxy` recording: the latest request with a JSON body is the history."""
     records, skipped = read_records(path)
     recording = read_proxy_file(records)
-    exchanges = [exchange for exchange in recording.exchanges
-                 if isinstance(exchange.body.get("messages"), list)]
+    exchanges = [
+        exchange for exchange in recording.exchanges if isinstance(exchange.body.get("messages"), list)
+    ]
     if not exchanges:
         raise InspectError(f"{path}: a proxy recording without a request that has messages")
     latest = exchanges[-1]
@@ -217,22 +267,40 @@ def _load_proxy(path: Path) -> Inspected:
     recorded_reply = response.get("reply")
     reply: dict[str, Any] = recorded_reply if isinstance(recorded_reply, dict) else {}
     proxy = {
-        "exchanges": len(recording.exchanges), "id": latest.id, "model": body.get("model"),
-        "user_agent": latest.request.get("user_agent"), "stream": body.get("stream") is True,
-        "status": response.get("status"), "outcome": response.get("outcome", "no reply recorded"),
-        "stop_reason": reply.get("stop_reason"), "usage": response.get("usage"), "cost": response.get("cost"),
-        "timings": response.get("timings"), "error": response.get("error"),
+        "exchanges": len(recording.exchanges),
+        "id": latest.id,
+        "model": body.get("model"),
+        "user_agent": latest.request.get("user_agent"),
+        "stream": body.get("stream") is True,
+        "status": response.get("status"),
+        "outcome": response.get("outcome", "no reply recorded"),
+        "stop_reason": reply.get("stop_reason"),
+        "usage": response.get("usage"),
+        "cost": response.get("cost"),
+        "timings": response.get("timings"),
+        "error": response.get("error"),
         "params": sorted(key for key in body if key not in ("messages", "system", "tools")),
     }
     tools = body.get("tools")
-    return Inspected(path, "proxy", messages, system=body.get("system"),
-                     tools=tools if isinstance(tools, list) else None, workdir=path.parent,
-                     skipped=skipped + recording.skipped + dropped, notes=notes, proxy=proxy)
+    return Inspected(
+        path,
+        "proxy",
+        messages,
+        system=body.get("system"),
+        tools=tools if isinstance(tools, list) else None,
+        workdir=path.parent,
+        skipped=skipped + recording.skipped + dropped,
+        notes=notes,
+        proxy=proxy,
+    )
 
 
 def _any_claude_code(path: Path, lines: int = 50) -> bool:
     """Claude Code files may start with a record that carries no message (a snapshot, a summary)."""
-    return any(looks_like_claude_code(record) for record in islice(jsonlines.read_records(path, follow_symlinks=True), lines))
+    return any(
+        looks_like_claude_code(record)
+        for record in islice(jsonlines.read_records(path, follow_symlinks=True), lines)
+    )
 
 
 # --- the breakdown --------------------------------------------------------------------------------
@@ -322,7 +390,9 @@ def breakdown(messages: Sequence[Any], workdir: Path | None = None) -> dict[str,
             for block in content:
                 if isinstance(block, dict):
                     _add_block(counts, block, role_category, markers)
-    counts["overhead"] = estimate_chars(messages) - sum(counts[name] for name in CATEGORIES if name != "overhead")
+    counts["overhead"] = estimate_chars(messages) - sum(
+        counts[name] for name in CATEGORIES if name != "overhead"
+    )
     return counts
 
 
@@ -391,8 +461,10 @@ async def report(inspected: Inspected, settings: CompactionSettings) -> dict[str
         "summary": inspected.summary,
         "skipped_records": inspected.skipped,
         "notes": inspected.notes,
-        "client_markers": [{"where": found.where, "kind": found.marker.kind, "client": found.marker.client}
-                           for found in find_client_markers(messages)],
+        "client_markers": [
+            {"where": found.where, "kind": found.marker.kind, "client": found.marker.client}
+            for found in find_client_markers(messages)
+        ],
         "proxy": inspected.proxy,
         "limit": settings.context_char_limit,
         "settings": asdict(settings),
@@ -404,8 +476,13 @@ async def report(inspected: Inspected, settings: CompactionSettings) -> dict[str
             "needs_model": run.needs_model,
             "error": run.error,
             "steps": [
-                {"step": step.step, "before": step.chars_before, "after": step.chars_after,
-                 "messages_affected": step.messages_affected, "files": len(step.files_written)}
+                {
+                    "step": step.step,
+                    "before": step.chars_before,
+                    "after": step.chars_after,
+                    "messages_affected": step.messages_affected,
+                    "files": len(step.files_written),
+                }
                 for step in run.steps
             ],
         },
@@ -419,8 +496,10 @@ def report_text(data: dict[str, Any]) -> str:
         f"messages {data['messages']:,}   chars {data['chars']:,} (limit {data['limit']:,})   tokens {data['tokens']:,}",
     ]
     if data["archived_messages"]:
-        lines.append(f"archived before the last compaction: {plural(data['archived_messages'], 'message')}, "
-                     f"{data['archived_chars']:,} chars")
+        lines.append(
+            f"archived before the last compaction: {plural(data['archived_messages'], 'message')}, "
+            f"{data['archived_chars']:,} chars"
+        )
     lines.extend(data["notes"])
     if data["skipped_records"]:
         lines.append(f"{data['skipped_records']} records skipped (cut or not of a valid shape)")
@@ -442,11 +521,15 @@ def report_text(data: dict[str, Any]) -> str:
     if not run["steps"] and not run["needs_model"]:
         lines.append("  no step would fire")
     for step in run["steps"]:
-        lines.append(f"  {step['step']:<20} {step['before']:>10,} -> {step['after']:>10,}  "
-                     f"{step['messages_affected']} message(s), {step['files']} file(s)")
+        lines.append(
+            f"  {step['step']:<20} {step['before']:>10,} -> {step['after']:>10,}  "
+            f"{step['messages_affected']} message(s), {step['files']} file(s)"
+        )
     if run["needs_model"]:
-        lines.append(f"  {'compact_history':<20} would run next: still above the limit (it needs the model; "
-                     "not called in a dry run)")
+        lines.append(
+            f"  {'compact_history':<20} would run next: still above the limit (it needs the model; "
+            "not called in a dry run)"
+        )
     if data.get("economics") is not None:
         lines.append("")
         lines.extend(economics_text(data["economics"]))
@@ -458,12 +541,16 @@ def _proxy_lines(proxy: dict[str, Any] | None) -> list[str]:
     if not proxy:
         return []
     usage = proxy.get("usage") if isinstance(proxy.get("usage"), dict) else {}
-    lines = [f"call {proxy['id']}: {proxy.get('model')} · status {proxy.get('status')} · {proxy.get('outcome')}"
-             f" · client {proxy.get('user_agent') or '-'}"]
+    lines = [
+        f"call {proxy['id']}: {proxy.get('model')} · status {proxy.get('status')} · {proxy.get('outcome')}"
+        f" · client {proxy.get('user_agent') or '-'}"
+    ]
     if usage:
-        lines.append(f"usage: input {usage.get('input_tokens', 0):,} · cache read {usage.get('cache_read_input_tokens') or 0:,}"
-                     f" · cache write {usage.get('cache_creation_input_tokens') or 0:,} · output {usage.get('output_tokens', 0):,}"
-                     + (f" · ${proxy['cost']:.4f}" if isinstance(proxy.get("cost"), int | float) else ""))
+        lines.append(
+            f"usage: input {usage.get('input_tokens', 0):,} · cache read {usage.get('cache_read_input_tokens') or 0:,}"
+            f" · cache write {usage.get('cache_creation_input_tokens') or 0:,} · output {usage.get('output_tokens', 0):,}"
+            + (f" · ${proxy['cost']:.4f}" if isinstance(proxy.get("cost"), int | float) else "")
+        )
     if proxy.get("params"):
         lines.append("request fields: " + ", ".join(str(name) for name in proxy["params"]))
     return lines

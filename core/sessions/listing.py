@@ -35,7 +35,9 @@ class SessionInfo:
     resumable: bool = False
 
 
-LATEST_STAMP = 253_402_300_799  # 9999-12-31 23:59:59 UTC: the last second time.localtime and datetime can show
+LATEST_STAMP = (
+    253_402_300_799  # 9999-12-31 23:59:59 UTC: the last second time.localtime and datetime can show
+)
 
 
 def plausible_stamp(value: Any, fallback: float) -> float:
@@ -124,8 +126,11 @@ def find_session(state_dir: Path, wanted: str) -> Path | None:
     exact = folder / f"{SESSION_PREFIX}{wanted}{SESSION_SUFFIX}"
     if is_regular(exact):
         return exact
-    matches = [path for path in folder.glob(f"{SESSION_PREFIX}*{SESSION_SUFFIX}")
-               if session_id(path).startswith(wanted) and is_regular(path)]
+    matches = [
+        path
+        for path in folder.glob(f"{SESSION_PREFIX}*{SESSION_SUFFIX}")
+        if session_id(path).startswith(wanted) and is_regular(path)
+    ]
     return matches[0] if len(matches) == 1 else None
 
 
@@ -140,8 +145,10 @@ def resume_replay(state_dir: Path, wanted: str | None, undo_depth: int = 0) -> t
     if not wanted:
         found = latest_replay(state_dir, undo_depth)
         if found is None:
-            raise ResumeError(f"--resume: no session in {folder} has a history to continue "
-                              "(see ctxtui sessions; start without --resume for a new one)")
+            raise ResumeError(
+                f"--resume: no session in {folder} has a history to continue "
+                "(see ctxtui sessions; start without --resume for a new one)"
+            )
         return found
     path = find_session(state_dir, wanted)
     if path is None:
@@ -151,7 +158,11 @@ def resume_replay(state_dir: Path, wanted: str | None, undo_depth: int = 0) -> t
     except OSError as error:
         raise ResumeError(f"--resume {wanted}: cannot read {path}: {error.strerror or error}") from None
     if not replay.valid:
-        unreadable = f", {replay.skipped} of its {replay.records} records unreadable" if replay.skipped else ""
-        raise ResumeError(f"--resume {wanted}: session {session_id(path)} has no history to continue "
-                          f"(empty{unreadable}); see ctxtui sessions")
+        unreadable = (
+            f", {replay.skipped} of its {replay.records} records unreadable" if replay.skipped else ""
+        )
+        raise ResumeError(
+            f"--resume {wanted}: session {session_id(path)} has no history to continue "
+            f"(empty{unreadable}); see ctxtui sessions"
+        )
     return replay, path

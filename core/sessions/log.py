@@ -60,12 +60,24 @@ HISTORY_RECORDS = frozenset({"message", "splice", "replace"})  # the records tha
 Message = dict[str, Any]
 
 # Content block types a Messages API history may hold, by role (what ctxtui writes, what the API returns).
-USER_BLOCK_TYPES = frozenset({"text", "image", "document", "tool_result", "search_result", "container_upload"})
-ASSISTANT_BLOCK_TYPES = frozenset({
-    "text", "tool_use", "thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result",
-    "web_fetch_tool_result", "code_execution_tool_result", "mcp_tool_use", "mcp_tool_result",
-    "compaction",  # a server compaction's signed block (core/engines/blocks.py), kept verbatim
-})
+USER_BLOCK_TYPES = frozenset(
+    {"text", "image", "document", "tool_result", "search_result", "container_upload"}
+)
+ASSISTANT_BLOCK_TYPES = frozenset(
+    {
+        "text",
+        "tool_use",
+        "thinking",
+        "redacted_thinking",
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "compaction",  # a server compaction's signed block (core/engines/blocks.py), kept verbatim
+    }
+)
 KNOWN_BLOCK_TYPES = USER_BLOCK_TYPES | ASSISTANT_BLOCK_TYPES
 _REQUIRED_KEYS: dict[str, tuple[tuple[str, type], ...]] = {
     "text": (("text", str),),
@@ -86,7 +98,9 @@ def valid_block(block: Any) -> bool:
         return block.get("content") is None or (isinstance(block["content"], str) and bool(block["content"]))
     if block["type"] == "tool_result":
         content = block.get("content", "")
-        return isinstance(content, str) or (isinstance(content, list) and all(valid_block(item) for item in content))
+        return isinstance(content, str) or (
+            isinstance(content, list) and all(valid_block(item) for item in content)
+        )
     return True
 
 
@@ -98,8 +112,11 @@ def valid_message(message: Any) -> bool:
     if isinstance(content, str):
         return True
     allowed = USER_BLOCK_TYPES if message["role"] == "user" else ASSISTANT_BLOCK_TYPES
-    return (isinstance(content, list) and bool(content)
-            and all(valid_block(block) and block["type"] in allowed for block in content))
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(valid_block(block) and block["type"] in allowed for block in content)
+    )
 
 
 def message_shaped(value: Any) -> bool:
@@ -120,9 +137,10 @@ def snapshot_shaped(value: Any) -> bool:
 
 def _compaction_shaped(entry: dict[str, Any]) -> bool:
     """A "compaction" record as `SessionLog.compaction` writes it (its reason, steps and files)."""
-    return (isinstance(entry.get("reason"), str)
-            and all(isinstance(entry.get(key), list) and all(isinstance(item, str) for item in entry[key])
-                    for key in ("steps", "files")))
+    return isinstance(entry.get("reason"), str) and all(
+        isinstance(entry.get(key), list) and all(isinstance(item, str) for item in entry[key])
+        for key in ("steps", "files")
+    )
 
 
 def _meta_shaped(entry: dict[str, Any]) -> bool:
@@ -134,7 +152,7 @@ def session_id(path: Path) -> str:
     """The id `ctxtui sessions` shows and `--resume ID` takes: the file name without prefix and suffix."""
     name = path.name
     if name.startswith(SESSION_PREFIX):
-        name = name[len(SESSION_PREFIX):]
+        name = name[len(SESSION_PREFIX) :]
     return name[: -len(SESSION_SUFFIX)] if name.endswith(SESSION_SUFFIX) else name
 
 
@@ -151,8 +169,12 @@ class Replay:
     meta: dict[str, Any] = field(default_factory=dict)
     records: int = 0
     skipped: int = 0  # lines that were cut, not JSON, or not of a valid shape
-    pins: list[str] = field(default_factory=list)  # the last "pins" record: pinned tool_use ids and user: keys
-    compactions: list[Compaction] = field(default_factory=list)  # undo records, oldest first (replay(undo_depth=))
+    pins: list[str] = field(
+        default_factory=list
+    )  # the last "pins" record: pinned tool_use ids and user: keys
+    compactions: list[Compaction] = field(
+        default_factory=list
+    )  # undo records, oldest first (replay(undo_depth=))
     first_request: str = ""  # the first words of the person the file recorded (not a summary or marker)
     ledger: list[LedgerEntry] = field(default_factory=list)  # what the steps and drops took out, oldest first
 
@@ -206,7 +228,10 @@ class SessionLog:
         if not self._started or not self._queue:
             return None
         history = sum(kind in HISTORY_RECORDS for _, kind in self._queue)
-        parts = [_count(history, "change", " of the history"), _count(len(self._queue) - history, "other record")]
+        parts = [
+            _count(history, "change", " of the history"),
+            _count(len(self._queue) - history, "other record"),
+        ]
         size = sum(len(line) for line, _ in self._queue)
         return f"{' and '.join(part for part in parts if part)} ({size:,} bytes)"
 
@@ -248,11 +273,17 @@ class SessionLog:
         if any(change.removed < 0 for change in changes) or (first.start == 0 and first.removed == previous):
             self.replace(messages, reason)
             return
-        line = _encode_line({
-            "type": "splice", "reason": reason, "length": length,
-            "changes": [{"start": change.start, "removed": change.removed, "added": list(change.added)}
-                        for change in changes],
-        })
+        line = _encode_line(
+            {
+                "type": "splice",
+                "reason": reason,
+                "length": length,
+                "changes": [
+                    {"start": change.start, "removed": change.removed, "added": list(change.added)}
+                    for change in changes
+                ],
+            }
+        )
         if self._edits + len(line) > estimate_chars(messages):
             self.replace(messages, reason)
             return
@@ -312,7 +343,9 @@ class SessionLog:
                     view = view[written:]
             except OSError:
                 with contextlib.suppress(OSError):
-                    os.ftruncate(fd, self._good_size)  # no cut record stays in the file, even if no retry comes
+                    os.ftruncate(
+                        fd, self._good_size
+                    )  # no cut record stays in the file, even if no retry comes
                 raise
             self._good_size += len(data)
         finally:
@@ -371,8 +404,14 @@ class SessionLog:
                 continue
             kind = entry.get("type") if isinstance(entry, dict) else None
             marked, pending = pending, None
-            before = tuple(messages) if undo_depth and marked is not None and kind in ("splice", "replace") \
-                and entry.get("reason") == marked.get("reason") else None
+            before = (
+                tuple(messages)
+                if undo_depth
+                and marked is not None
+                and kind in ("splice", "replace")
+                and entry.get("reason") == marked.get("reason")
+                else None
+            )
             if kind == "message":
                 message = entry.get("message")
                 if not message_shaped(message):  # not a message at all: it never held a place in the history
@@ -433,8 +472,12 @@ def _count(number: int, noun: str, tail: str = "") -> str:
 
 
 def _follow_undo(
-    undo: list[Compaction], entry: dict[str, Any], marked: dict[str, Any] | None,
-    before: tuple[Any, ...] | None, messages: list[Any], depth: int,
+    undo: list[Compaction],
+    entry: dict[str, Any],
+    marked: dict[str, Any] | None,
+    before: tuple[Any, ...] | None,
+    messages: list[Any],
+    depth: int,
 ) -> None:
     """Keep the undo records a replayed change makes or takes back (the newest `depth` of them)."""
     if not depth:
@@ -442,8 +485,14 @@ def _follow_undo(
     if before is not None and marked is not None:
         steps, files = marked.get("steps"), marked.get("files")
         if isinstance(steps, list) and isinstance(files, list):
-            undo.append(Compaction(tuple(str(step) for step in steps), before, tuple(messages),
-                                   tuple(str(name) for name in files)))
+            undo.append(
+                Compaction(
+                    tuple(str(step) for step in steps),
+                    before,
+                    tuple(messages),
+                    tuple(str(name) for name in files),
+                )
+            )
             del undo[: max(0, len(undo) - depth)]
     elif entry.get("reason") == "undo" and undo:
         undo.pop()
@@ -456,8 +505,10 @@ def _usable_undo(undo: list[Compaction]) -> list[Compaction]:
     for record in reversed(undo):
         states = (tuple(repair_history(record.before)), tuple(repair_history(record.after)))
         record = dataclasses.replace(record, before=states[0], after=states[1])
-        if not all(all(valid_message(message) for message in state) and not pairing_problems(state)
-                   for state in states):
+        if not all(
+            all(valid_message(message) for message in state) and not pairing_problems(state)
+            for state in states
+        ):
             break
         usable.append(record)
     return usable[::-1]

@@ -87,8 +87,9 @@ def _open_folder(workdir: Path, relative: str) -> int | None:
                 os.close(fd)
                 return None
             except OSError as error:
-                if error.errno in (errno.ELOOP, errno.ENOTDIR) and \
-                        stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode):
+                if error.errno in (errno.ELOOP, errno.ENOTDIR) and stat.S_ISLNK(
+                    os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
+                ):
                     raise OSError(errno.ELOOP, f"{relative} leads through a symlink: not followed") from None
                 if error.errno == errno.ENOTDIR:  # a file where a folder belongs: nothing of ctxtui's
                     os.close(fd)
@@ -163,7 +164,7 @@ class _Names:
         for chunk in chunks:
             text = tail + chunk
             found.update(name for _, name in self._automaton.iter(text))
-            tail = text[-(self._longest - 1):] if self._longest > 1 else ""
+            tail = text[-(self._longest - 1) :] if self._longest > 1 else ""
         return found
 
 
@@ -209,14 +210,18 @@ def is_running(name: str) -> bool:
     return started is None or stamp is None or started <= stamp + 2  # the stamp is cut to the second
 
 
-def plan_prune(workdir: Path, older_than_days: float | None = None, keep: int | None = None,
-               now: float | None = None) -> PrunePlan:
+def plan_prune(
+    workdir: Path, older_than_days: float | None = None, keep: int | None = None, now: float | None = None
+) -> PrunePlan:
     """What `ctxtui sessions --prune` removes in `workdir` (nothing is removed here)."""
     now = time.time() if now is None else now
     plan = PrunePlan()
     sessions_folder = f"{STATE_DIR}/{SESSIONS_DIR}"
-    sessions = sorted(_regular_files(workdir, sessions_folder, SESSION_SUFFIX),
-                      key=lambda item: (item.mtime, item.name), reverse=True)
+    sessions = sorted(
+        _regular_files(workdir, sessions_folder, SESSION_SUFFIX),
+        key=lambda item: (item.mtime, item.name),
+        reverse=True,
+    )
     sessions = [item for item in sessions if item.name.startswith(SESSION_PREFIX)]
     policy = older_than_days is not None or keep is not None
     kept: list[_File] = []
@@ -228,8 +233,11 @@ def plan_prune(workdir: Path, older_than_days: float | None = None, keep: int | 
             started = _stamp_of(item.name)
             started = item.mtime if started is None else min(started, item.mtime)
             running_since = started if running_since is None else min(running_since, started)
-        past = policy and (keep is None or index >= keep) and \
-            (older_than_days is None or now - item.mtime > older_than_days * DAY)
+        past = (
+            policy
+            and (keep is None or index >= keep)
+            and (older_than_days is None or now - item.mtime > older_than_days * DAY)
+        )
         if past and not running:
             plan.removals.append(Removal(item.path, "session", item.size))
         else:

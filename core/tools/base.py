@@ -17,6 +17,7 @@ from typing import Any, Protocol
 OutputSink = Callable[[str], None]
 """Takes a running tool's output in pieces as it prints it (a tool with `streams_output` calls it)."""
 
+
 @dataclass(frozen=True)
 class ToolOutput:
     """What a tool returns to the model: text, and whether it describes a failure."""

@@ -99,8 +99,10 @@ class BashTool:
         if timeout is None:
             timeout = self.timeout
         elif timeout > self.max_timeout:
-            notes.append(f"[the requested timeout of {timeout:g}s is above the {self.max_timeout:g}s maximum; "
-                         f"{self.max_timeout:g}s was used]")
+            notes.append(
+                f"[the requested timeout of {timeout:g}s is above the {self.max_timeout:g}s maximum; "
+                f"{self.max_timeout:g}s was used]"
+            )
             timeout = self.max_timeout
 
         tag = new_run_tag()
@@ -125,7 +127,9 @@ class BashTool:
             raise
         output = BoundedOutput(self.output_limit)
         spill = (
-            Spill(self.spill_dir, self.workspace.root, self.spill_byte_limit) if self.spill_dir is not None else None
+            Spill(self.spill_dir, self.workspace.root, self.spill_byte_limit)
+            if self.spill_dir is not None
+            else None
         )
         assert process.stdout is not None
         pump = asyncio.create_task(self._pump(process.stdout, output, spill, on_output))
@@ -208,7 +212,11 @@ class BashTool:
         return True, False
 
     async def _pump(
-        self, stream: asyncio.StreamReader, output: BoundedOutput, spill: Spill | None, on_output: OutputSink | None
+        self,
+        stream: asyncio.StreamReader,
+        output: BoundedOutput,
+        spill: Spill | None,
+        on_output: OutputSink | None,
     ) -> None:
         spilling = False
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character split over two reads

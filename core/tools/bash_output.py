@@ -73,7 +73,9 @@ class BoundedOutput:
     def text(self) -> str:
         """The decoded output (invalid UTF-8 replaced), clipped to `char_limit` chars."""
         if self._dropped_chars == 0:
-            return clip_middle(bytes(self._head + self._tail).decode("utf-8", errors="replace"), self._char_limit)
+            return clip_middle(
+                bytes(self._head + self._tail).decode("utf-8", errors="replace"), self._char_limit
+            )
         tail = bytes(self._tail).lstrip(_UTF8_CONTINUATION_BYTES)  # the rest of a char cut in two
         head_text = self._head.decode("utf-8", errors="replace")
         tail_text = tail.decode("utf-8", errors="replace")
@@ -132,8 +134,9 @@ class Spill:
         try:
             await self._handle.close()
             self._handle = None
-            await asyncio.to_thread(os.rename, self._temp.name, self.final.name,
-                                    src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+            await asyncio.to_thread(
+                os.rename, self._temp.name, self.final.name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd
+            )
         except OSError as error:
             self.failed = error_line(error)
             await self._discard()

@@ -71,7 +71,9 @@ class EditFileTool:
         refuse_protected_path(found.shown)
         kind = binary_kind(found.data)
         if kind is not None:
-            raise ToolError(f"{found.shown} is a {describe_binary(len(found.data), kind)}; edit_file edits text only.")
+            raise ToolError(
+                f"{found.shown} is a {describe_binary(len(found.data), kind)}; edit_file edits text only."
+            )
         decoded = decode_text(found.data)
         text = decoded.text
         count = text.count(old_text)
@@ -93,7 +95,9 @@ class EditFileTool:
                 f"new_text contains characters that cannot be written in {found.shown}'s encoding "
                 f"({decoded.codec})."
             ) from None
-        note = f" (kept the file's {decoded.codec} encoding)" if decoded.codec != "utf-8" or decoded.bom else ""
+        note = (
+            f" (kept the file's {decoded.codec} encoding)" if decoded.codec != "utf-8" or decoded.bom else ""
+        )
         return _Edit(found.shown, text, updated, data, note)
 
     async def preview(self, tool_input: dict[str, Any]) -> str:

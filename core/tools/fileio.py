@@ -62,7 +62,9 @@ def read_existing(workspace: Workspace, path: str, byte_limit: int) -> FileBytes
             return None
         with location:
             if location.name is None:
-                raise ToolError(f"{location.shown} is a directory, not a file; use glob to list its contents.")
+                raise ToolError(
+                    f"{location.shown} is a directory, not a file; use glob to list its contents."
+                )
             try:
                 fd = os.open(location.name, _READ_FLAGS, dir_fd=location.dir_fd)
             except FileNotFoundError:
@@ -74,7 +76,9 @@ def read_existing(workspace: Workspace, path: str, byte_limit: int) -> FileBytes
             with os.fdopen(fd, "rb", closefd=True) as handle:
                 info = os.fstat(fd)
                 if not stat.S_ISREG(info.st_mode):
-                    raise ToolError(f"{location.shown} is {_kind(info.st_mode)}; only regular files are read.")
+                    raise ToolError(
+                        f"{location.shown} is {_kind(info.st_mode)}; only regular files are read."
+                    )
                 if info.st_size > byte_limit:
                     raise ToolError(
                         f"{location.shown} is {info.st_size} bytes, more than the {byte_limit}-byte limit; "

@@ -97,7 +97,10 @@ class GlobTool:
             "input_schema": {
                 "type": "object",
                 "properties": {
-                    "pattern": {"type": "string", "description": "Glob pattern relative to the workspace root."},
+                    "pattern": {
+                        "type": "string",
+                        "description": "Glob pattern relative to the workspace root.",
+                    },
                 },
                 "required": ["pattern"],
             },
@@ -111,7 +114,9 @@ class GlobTool:
         if problem := not_relative(pattern, "pattern"):
             raise ToolError(problem)
         if len(pattern) > GLOB_MAX_PATTERN_CHARS:
-            raise ToolError(f"Pattern is {len(pattern):,} chars long; at most {GLOB_MAX_PATTERN_CHARS:,} are allowed.")
+            raise ToolError(
+                f"Pattern is {len(pattern):,} chars long; at most {GLOB_MAX_PATTERN_CHARS:,} are allowed."
+            )
         segments = [segment for segment in pattern.split("/") if segment not in ("", ".")]
         if ".." in segments:
             raise ToolError(f"Pattern {pattern!r} contains '..'; glob only searches inside the workspace.")

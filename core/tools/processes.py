@@ -16,8 +16,19 @@ from collections.abc import Mapping
 RUN_TAG_VARIABLE = "CTXTUI_TOOL_RUN"
 
 _SECRET_WORDS = frozenset(
-    {"TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKEY",
-     "CREDENTIAL", "CREDENTIALS", "COOKIE"}
+    {
+        "TOKEN",
+        "TOKENS",
+        "SECRET",
+        "SECRETS",
+        "PASSWORD",
+        "PASSWD",
+        "PASSPHRASE",
+        "APIKEY",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "COOKIE",
+    }
 )
 _SECRET_SUFFIXES = ("_API_KEY", "_KEY", "_ACCESS_KEY", "_ACCESS_KEY_ID", "_AUTH", "_DSN")
 

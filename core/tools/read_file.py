@@ -82,7 +82,9 @@ class ReadFileTool:
         if not lines:
             return ToolOutput("(empty file)")
         if offset > len(lines):
-            raise ToolError(f"offset {offset} is past the end of {found.shown}, which has {plural(len(lines), 'line')}.")
+            raise ToolError(
+                f"offset {offset} is past the end of {found.shown}, which has {plural(len(lines), 'line')}."
+            )
 
         selected: list[str] = []
         used = 0

@@ -50,7 +50,9 @@ class ToolBox:
                 spill_dir=spill_dir,
                 spill_byte_limit=spill_byte_limit,
             ),
-            ReadFileTool(workspace, line_limit=read_line_limit, char_limit=output_limit, byte_limit=read_byte_limit),
+            ReadFileTool(
+                workspace, line_limit=read_line_limit, char_limit=output_limit, byte_limit=read_byte_limit
+            ),
             WriteFileTool(workspace, byte_limit=read_byte_limit),
             EditFileTool(workspace, byte_limit=read_byte_limit),
             GlobTool(workspace, time_budget=glob_time_budget),
@@ -84,7 +86,9 @@ class ToolBox:
         except Exception as error:
             return valid_utf8(f"(no preview: {self._describe(name, error)})")
 
-    async def run(self, name: str, tool_input: dict[str, Any], on_output: OutputSink | None = None) -> ToolOutput:
+    async def run(
+        self, name: str, tool_input: dict[str, Any], on_output: OutputSink | None = None
+    ) -> ToolOutput:
         """Run tool `name`; problems come back as an error ToolOutput, only cancellation raises.
         `on_output` gets the output in pieces as it is printed, from a tool that streams it (bash)."""
         output = await self._run(name, tool_input, on_output)

@@ -45,7 +45,9 @@ def protected_reason(parts: Iterable[str]) -> str | None:
         if part.casefold() == GIT_NAME:
             where = "/".join(parts[: depth + 1])
             if depth == len(parts) - 1:
-                return f"{where} is git's own (a directory of git's state, or a file that points git elsewhere)"
+                return (
+                    f"{where} is git's own (a directory of git's state, or a file that points git elsewhere)"
+                )
             return f"{where}/ is git's own state, whose files can make git run commands"
     return None
 

@@ -95,13 +95,17 @@ class _Reader:
                 continue
             call_id = call.get("tool_call_id")
             function = call.get("function_name")
-            calls.append((call_id if isinstance(call_id, str) else "",
-                          function if isinstance(function, str) else "tool",
-                          arguments_dict(call.get("arguments"))))
+            calls.append(
+                (
+                    call_id if isinstance(call_id, str) else "",
+                    function if isinstance(function, str) else "tool",
+                    arguments_dict(call.get("arguments")),
+                )
+            )
         self.builder.assistant(message, calls, epoch_seconds(step.get("timestamp")))
         uses = [block for block in self.builder.messages[-1]["content"] if block.get("type") == "tool_use"]
         # The builder makes a repeated id unique: pair each call's id in the file with the id it got.
-        mine = uses[len(uses) - len(calls):]
+        mine = uses[len(uses) - len(calls) :]
         given = [(call[0], block["id"]) for call, block in zip(calls, mine, strict=True)]
         self.observation(step.get("observation"), given)
 
@@ -134,11 +138,15 @@ class _Reader:
     def notes(self, data: dict[str, Any]) -> list[str]:
         notes: list[str] = []
         if self.late_system:
-            notes.append(f"{len(self.late_system)} system step(s) after the conversation began left out "
-                         f"(events the model did not read), first: {self.late_system[0]!r}")
+            notes.append(
+                f"{len(self.late_system)} system step(s) after the conversation began left out "
+                f"(events the model did not read), first: {self.late_system[0]!r}"
+            )
         if self.paired_in_order:
-            notes.append(f"{self.paired_in_order} observation result(s) without source_call_id answered "
-                         "their step's tool calls in order")
+            notes.append(
+                f"{self.paired_in_order} observation result(s) without source_call_id answered "
+                "their step's tool calls in order"
+            )
         if self.reasoning:
             notes.append(f"{self.reasoning} agent step(s) carried reasoning_content: left out")
         if self.media:
@@ -170,6 +178,14 @@ def read(path: Path, data: dict[str, Any]) -> Trajectory:
     notes.extend(reader.notes(data))
     if reader.malformed:
         notes.append(f"{reader.malformed} step(s) or result(s) not of ATIF's shape left out")
-    return Trajectory(path, "atif", history, system="\n\n".join(reader.system) or None,
-                      tools=tool_definitions(agent.get("tool_definitions")), model=model, times=times,
-                      notes=notes, skipped=reader.malformed + len(reader.late_system))
+    return Trajectory(
+        path,
+        "atif",
+        history,
+        system="\n\n".join(reader.system) or None,
+        tools=tool_definitions(agent.get("tool_definitions")),
+        model=model,
+        times=times,
+        notes=notes,
+        skipped=reader.malformed + len(reader.late_system),
+    )

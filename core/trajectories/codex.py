@@ -36,16 +36,21 @@ from core.trajectories.model import HistoryBuilder, Trajectory, TrajectoryError,
 RECORD_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 OUTPUTS = ("function_call_output", "custom_tool_call_output", "mcp_tool_call_output")
-UNREADABLE = {"reasoning": "reasoning item(s) (encrypted)",
-              "web_search_call": "web search(es) the provider ran",
-              "compaction": "server compaction item(s) (encrypted)",
-              "compaction_summary": "server compaction item(s) (encrypted)"}
+UNREADABLE = {
+    "reasoning": "reasoning item(s) (encrypted)",
+    "web_search_call": "web search(es) the provider ran",
+    "compaction": "server compaction item(s) (encrypted)",
+    "compaction_summary": "server compaction item(s) (encrypted)",
+}
 PROBE = 50  # records looked at to recognise a rollout
 
 
 def _is_record(record: Any) -> bool:
-    return (isinstance(record, dict) and record.get("type") in RECORD_TYPES
-            and isinstance(record.get("payload"), dict))
+    return (
+        isinstance(record, dict)
+        and record.get("type") in RECORD_TYPES
+        and isinstance(record.get("payload"), dict)
+    )
 
 
 def looks_like(data: Any) -> bool:
@@ -55,8 +60,9 @@ def looks_like(data: Any) -> bool:
         return False
     probe = [record for record in records[:PROBE] if isinstance(record, dict)]
     known = [record for record in probe if _is_record(record)]
-    return 2 * len(known) >= len(probe) and any(record["type"] in ("session_meta", "response_item")
-                                                for record in known)
+    return 2 * len(known) >= len(probe) and any(
+        record["type"] in ("session_meta", "response_item") for record in known
+    )
 
 
 def _output_text(payload: dict[str, Any]) -> tuple[str, bool]:
@@ -111,8 +117,11 @@ class _Reader:
         text = instructions.get("text") if isinstance(instructions, dict) else instructions
         if isinstance(text, str) and text and text not in self.system:
             self.system.insert(0, text)
-        self.tools.extend(tool for tool in tool_definitions(payload.get("dynamic_tools"))
-                          if tool["name"] not in {known["name"] for known in self.tools})
+        self.tools.extend(
+            tool
+            for tool in tool_definitions(payload.get("dynamic_tools"))
+            if tool["name"] not in {known["name"] for known in self.tools}
+        )
 
     def event(self, payload: dict[str, Any]) -> None:
         kind = payload.get("type")
@@ -181,14 +190,18 @@ class _Reader:
         compactions = len(self.compactions) or self.compaction_events
         if compactions:
             where = f" (before call {', '.join(map(str, self.compactions))})" if self.compactions else ""
-            notes.append(f"Codex compacted the history {compactions} time(s){where}: every item is kept "
-                         "as the model first read it, Codex's summaries are left out")
+            notes.append(
+                f"Codex compacted the history {compactions} time(s){where}: every item is kept "
+                "as the model first read it, Codex's summaries are left out"
+            )
         if self.late_developer:
-            notes.append(f"{self.late_developer} developer message(s) after the first reply kept in place as "
-                         "user text")
+            notes.append(
+                f"{self.late_developer} developer message(s) after the first reply kept in place as user text"
+            )
         if self.use_user_events:
-            notes.append("no user message items: the user's messages are taken from the UI's "
-                         "user_message events")
+            notes.append(
+                "no user message items: the user's messages are taken from the UI's user_message events"
+            )
         if len(self.models) > 1:
             notes.append(f"models used: {', '.join(self.models)}; the trajectory's model is the first")
         return notes
@@ -199,9 +212,13 @@ def read(path: Path, data: Any) -> Trajectory:
     records = [data] if isinstance(data, dict) else data
     if not isinstance(records, list):
         raise TrajectoryError(f"{path}: a Codex rollout that is not a list of records")
-    has_user_items = any(_is_record(record) and record["type"] == "response_item"
-                         and record["payload"].get("type") == "message"
-                         and record["payload"].get("role") == "user" for record in records)
+    has_user_items = any(
+        _is_record(record)
+        and record["type"] == "response_item"
+        and record["payload"].get("type") == "message"
+        and record["payload"].get("role") == "user"
+        for record in records
+    )
     reader = _Reader(use_user_events=not has_user_items)
     for record in records:
         reader.record(record)
@@ -213,6 +230,14 @@ def read(path: Path, data: Any) -> Trajectory:
     bad = sum(1 for record in records if not _is_record(record))
     if bad:
         notes.append(f"{bad} line(s) not a Codex record left out")
-    return Trajectory(path, "codex", history, system="\n\n".join(reader.system) or None, tools=reader.tools,
-                      model=reader.models[0] if reader.models else None, times=times, notes=notes,
-                      skipped=reader.skipped)
+    return Trajectory(
+        path,
+        "codex",
+        history,
+        system="\n\n".join(reader.system) or None,
+        tools=reader.tools,
+        model=reader.models[0] if reader.models else None,
+        times=times,
+        notes=notes,
+        skipped=reader.skipped,
+    )

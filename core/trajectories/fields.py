@@ -80,11 +80,22 @@ def tool_definitions(value: Any) -> list[dict[str, Any]]:
         name = function.get("name")
         if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS:
             continue
-        schema = next((function[key] for key in ("input_schema", "parameters", "inputSchema")
-                       if isinstance(function.get(key), dict)), {"type": "object", "properties": {}})
+        schema = next(
+            (
+                function[key]
+                for key in ("input_schema", "parameters", "inputSchema")
+                if isinstance(function.get(key), dict)
+            ),
+            {"type": "object", "properties": {}},
+        )
         description = function.get("description")
-        tools.append({"name": name, "description": description if isinstance(description, str) else "",
-                      "input_schema": schema})
+        tools.append(
+            {
+                "name": name,
+                "description": description if isinstance(description, str) else "",
+                "input_schema": schema,
+            }
+        )
     return tools
 
 

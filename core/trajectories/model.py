@@ -89,8 +89,10 @@ class HistoryBuilder:
             return
         user = self._last("user")
         for use_id in [unique for uniques in self._pending.values() for unique in uniques]:
-            user["content"].insert(self._results_end(user), {
-                "type": "tool_result", "tool_use_id": use_id, "content": self.NO_RESULT})
+            user["content"].insert(
+                self._results_end(user),
+                {"type": "tool_result", "tool_use_id": use_id, "content": self.NO_RESULT},
+            )
             self._unanswered += 1
         self._pending.clear()
 
@@ -110,8 +112,13 @@ class HistoryBuilder:
         self._close_calls()
         self._last("user")["content"].append({"type": "text", "text": text})
 
-    def assistant(self, text: str, calls: Sequence[tuple[str, str, dict[str, Any]]] = (), time: float | None = None,
-                  extra: list[dict[str, Any]] | None = None) -> None:
+    def assistant(
+        self,
+        text: str,
+        calls: Sequence[tuple[str, str, dict[str, Any]]] = (),
+        time: float | None = None,
+        extra: list[dict[str, Any]] | None = None,
+    ) -> None:
         """A model reply: its text, then its tool calls `(id, name, input)` (ids made unique here)."""
         self._close_calls()
         started = not self.messages or self.messages[-1]["role"] != "assistant"
@@ -126,8 +133,14 @@ class HistoryBuilder:
             while unique in self._used:  # a provider that numbers calls per reply (call_0 every time)
                 unique += "_"
             self._used.add(unique)
-            message["content"].append({"type": "tool_use", "id": unique, "name": name or "tool",
-                                       "input": arguments if isinstance(arguments, dict) else {"input": arguments}})
+            message["content"].append(
+                {
+                    "type": "tool_use",
+                    "id": unique,
+                    "name": name or "tool",
+                    "input": arguments if isinstance(arguments, dict) else {"input": arguments},
+                }
+            )
             self._pending.setdefault(use_id, []).append(unique)
         if not message["content"]:
             message["content"].append({"type": "text", "text": "(no text)"})
@@ -167,7 +180,9 @@ class HistoryBuilder:
         if self._pending and self.messages and self.messages[-1]["role"] == "user":
             self._close_calls()  # a file cut between two results of one reply
         if self._unanswered:
-            self.notes.append(f"{self._unanswered} tool call(s) had no recorded result: answered {self.NO_RESULT}")
+            self.notes.append(
+                f"{self._unanswered} tool call(s) had no recorded result: answered {self.NO_RESULT}"
+            )
         if self._orphans:
             self.notes.append(f"{self._orphans} tool output(s) answered no call: kept as text")
         messages = [message for message in self.messages if message["content"]]

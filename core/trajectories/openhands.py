@@ -38,15 +38,35 @@ from core.trajectories.model import HistoryBuilder, Trajectory, TrajectoryError,
 SOURCES = ("user", "agent", "environment")
 PROBE = 20  # events looked at to recognise a trajectory
 QUIET_OBSERVATIONS = ("null", "agent_state_changed", "loop_detection", "success")
-QUIET_ACTIONS = ("null", "change_agent_state", "recall", "pause", "resume", "stop", "condensation_request",
-                 "loop_recovery", "start", "reject")
-BOOKKEEPING_ARGS = ("thought", "confirmation_state", "hidden", "impl_source", "is_static", "blocking",
-                    "security_risk")
+QUIET_ACTIONS = (
+    "null",
+    "change_agent_state",
+    "recall",
+    "pause",
+    "resume",
+    "stop",
+    "condensation_request",
+    "loop_recovery",
+    "start",
+    "reject",
+)
+BOOKKEEPING_ARGS = (
+    "thought",
+    "confirmation_state",
+    "hidden",
+    "impl_source",
+    "is_static",
+    "blocking",
+    "security_risk",
+)
 
 
 def _is_event(value: Any) -> bool:
-    return isinstance(value, dict) and value.get("source") in SOURCES and (
-        isinstance(value.get("action"), str) or isinstance(value.get("observation"), str))
+    return (
+        isinstance(value, dict)
+        and value.get("source") in SOURCES
+        and (isinstance(value.get("action"), str) or isinstance(value.get("observation"), str))
+    )
 
 
 def _events(data: Any) -> tuple[list[Any] | None, dict[str, Any], int]:
@@ -60,8 +80,9 @@ def _events(data: Any) -> tuple[list[Any] | None, dict[str, Any], int]:
         return None, {}, 0
     if any(_is_event(event) for event in data[:PROBE]):
         return data, {}, 0
-    records = [record for record in data
-               if isinstance(record, dict) and isinstance(record.get("history"), list)]
+    records = [
+        record for record in data if isinstance(record, dict) and isinstance(record.get("history"), list)
+    ]
     if records:
         return records[0]["history"], records[0], len(records) - 1
     return None, {}, 0
@@ -104,8 +125,11 @@ def _recall_text(event: dict[str, Any]) -> str:
     """The workspace context and knowledge a recall added, approximated from its fields (OpenHands
     renders them through its prompt templates, which the file does not hold)."""
     extras = as_dict(event.get("extras"))
-    parts = [extras[key] for key in ("repo_instructions", "additional_agent_instructions",
-                                     "conversation_instructions") if isinstance(extras.get(key), str)]
+    parts = [
+        extras[key]
+        for key in ("repo_instructions", "additional_agent_instructions", "conversation_instructions")
+        if isinstance(extras.get(key), str)
+    ]
     knowledge = extras.get("microagent_knowledge")
     for agent in knowledge if isinstance(knowledge, list) else []:
         if isinstance(agent, dict) and isinstance(agent.get("content"), str):
@@ -166,8 +190,11 @@ class _Reader:
             self.text_actions += 1
             self.response = None
             texts = [args.get("thought"), args.get("final_thought"), event.get("message")]
-            self.builder.assistant("\n".join(text for text in texts if isinstance(text, str) and text),
-                                   [], self.time(event, metadata))
+            self.builder.assistant(
+                "\n".join(text for text in texts if isinstance(text, str) and text),
+                [],
+                self.time(event, metadata),
+            )
 
     def tool_call(self, event: dict[str, Any], args: dict[str, Any], metadata: dict[str, Any]) -> None:
         """An action the model chose: one turn per model response, holding all of the response's calls."""
@@ -189,12 +216,17 @@ class _Reader:
                 calls.append((call_id, function_name, arguments_dict(function.get("arguments"))))
         if not calls:
             call_id, function_name = metadata.get("tool_call_id"), metadata.get("function_name")
-            calls = [(call_id if isinstance(call_id, str) else "",
-                      function_name if isinstance(function_name, str) else event["action"],
-                      {key: value for key, value in args.items() if key not in BOOKKEEPING_ARGS})]
+            calls = [
+                (
+                    call_id if isinstance(call_id, str) else "",
+                    function_name if isinstance(function_name, str) else event["action"],
+                    {key: value for key, value in args.items() if key not in BOOKKEEPING_ARGS},
+                )
+            ]
         text = message.get("content") if isinstance(message.get("content"), str) else args.get("thought")
-        self.builder.assistant(text.strip() if isinstance(text, str) else "", calls,
-                               self.time(event, metadata))
+        self.builder.assistant(
+            text.strip() if isinstance(text, str) else "", calls, self.time(event, metadata)
+        )
         self.response = response_id
 
     def observation(self, event: dict[str, Any]) -> None:
@@ -228,14 +260,20 @@ class _Reader:
     def notes(self) -> list[str]:
         notes: list[str] = []
         if self.condensations:
-            notes.append(f"OpenHands condensed the history {self.condensations} time(s): every event is "
-                         "kept as the model first read it, the summaries are left out")
+            notes.append(
+                f"OpenHands condensed the history {self.condensations} time(s): every event is "
+                "kept as the model first read it, the summaries are left out"
+            )
         if self.recalls:
-            notes.append(f"{self.recalls} recall observation(s): the workspace context is approximated "
-                         "from its fields (OpenHands renders it with templates the file does not hold)")
+            notes.append(
+                f"{self.recalls} recall observation(s): the workspace context is approximated "
+                "from its fields (OpenHands renders it with templates the file does not hold)"
+            )
         if self.text_actions:
-            notes.append(f"{self.text_actions} agent action(s) without tool_call_metadata (no function "
-                         "calling) kept as assistant text")
+            notes.append(
+                f"{self.text_actions} agent action(s) without tool_call_metadata (no function "
+                "calling) kept as assistant text"
+            )
         if self.malformed:
             notes.append(f"{self.malformed} entry(ies) not an OpenHands event left out")
         if len(self.models) > 1:
@@ -258,7 +296,14 @@ def read(path: Path, data: Any) -> Trajectory:
     if more:
         notes.append(f"{more} more evaluation record(s) in the file not read (the first is)")
     configured = model_name(as_dict(as_dict(record.get("metadata")).get("llm_config")).get("model"))
-    return Trajectory(path, "openhands", history, system="\n\n".join(reader.system) or None,
-                      tools=reader.tools, model=reader.models[0] if reader.models else configured,
-                      times=times, notes=notes,
-                      skipped=reader.skipped + reader.malformed)
+    return Trajectory(
+        path,
+        "openhands",
+        history,
+        system="\n\n".join(reader.system) or None,
+        tools=reader.tools,
+        model=reader.models[0] if reader.models else configured,
+        times=times,
+        notes=notes,
+        skipped=reader.skipped + reader.malformed,
+    )

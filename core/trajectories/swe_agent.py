@@ -21,9 +21,11 @@ from core.trajectories.model import HistoryBuilder, Trajectory, TrajectoryError,
 BASH_TOOL = {
     "name": "bash",
     "description": "Execute a bash command",
-    "input_schema": {"type": "object", "properties": {"command": {"type": "string",
-                                                                  "description": "The bash command to execute"}},
-                     "required": ["command"]},
+    "input_schema": {
+        "type": "object",
+        "properties": {"command": {"type": "string", "description": "The bash command to execute"}},
+        "required": ["command"],
+    },
 }
 """The one tool mini-swe-agent offers (its BASH_TOOL), as a Messages API definition."""
 
@@ -47,8 +49,10 @@ def _time(message: dict[str, Any]) -> float | None:
     extra = message.get("extra")
     if isinstance(extra, dict):
         response = extra.get("response")
-        for value in ((response or {}).get("created") if isinstance(response, dict) else None,
-                      extra.get("timestamp")):
+        for value in (
+            (response or {}).get("created") if isinstance(response, dict) else None,
+            extra.get("timestamp"),
+        ):
             if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e11:
                 return float(value)
     return None
@@ -102,8 +106,13 @@ def read(path: Path, data: dict[str, Any]) -> Trajectory:
                 function = call.get("function") if isinstance(call, dict) else None
                 if not isinstance(function, dict):
                     continue
-                calls.append((str(call.get("id") or ""), str(function.get("name") or "tool"),
-                              _arguments(function.get("arguments"))))
+                calls.append(
+                    (
+                        str(call.get("id") or ""),
+                        str(function.get("name") or "tool"),
+                        _arguments(function.get("arguments")),
+                    )
+                )
             tools_used = tools_used or bool(calls)
             builder.assistant(content, calls, _time(message))
         else:
@@ -116,6 +125,14 @@ def read(path: Path, data: dict[str, Any]) -> Trajectory:
         raise TrajectoryError(f"{path}: a SWE-agent trajectory with no assistant message")
     if skipped:
         notes.append(f"{skipped} message(s) not of a chat shape left out")
-    return Trajectory(path, "swe-agent", history, system="\n\n".join(system) or None,
-                      tools=[BASH_TOOL] if tools_used else [], model=_model(data), times=times, notes=notes,
-                      skipped=skipped)
+    return Trajectory(
+        path,
+        "swe-agent",
+        history,
+        system="\n\n".join(system) or None,
+        tools=[BASH_TOOL] if tools_used else [],
+        model=_model(data),
+        times=times,
+        notes=notes,
+        skipped=skipped,
+    )

@@ -39,7 +39,9 @@ READ_SHARE = 0.9
 it (its usage's cache_read_input_tokens) lost that cache on the server's side: a miss."""
 
 
-def break_even_calls(invalidated: int | None, saved_tokens: float, price: Price | None, ttl: str) -> float | None:
+def break_even_calls(
+    invalidated: int | None, saved_tokens: float, price: Price | None, ttl: str
+) -> float | None:
     """**contract** `invalidated * (write - read) / (saved * read)`: the calls after which the tokens a
     step saves on every read have paid for writing the invalidated prefix again. None without a price
     (offline) or when nothing was saved."""
@@ -95,8 +97,9 @@ class CacheTracker:
 
     # --- changes between two calls -----------------------------------------------------------------
 
-    def cost(self, position: Position | None, saved_chars: int, price: Price | None,
-             now: float) -> tuple[int | None, float | None]:
+    def cost(
+        self, position: Position | None, saved_chars: int, price: Price | None, now: float
+    ) -> tuple[int | None, float | None]:
         """(cache_invalidated_tokens, break_even_calls) of a change at `position` that saved
         `saved_chars`, given the changes made since the last call (which this does not record)."""
         if self.base is None or self.base_tokens is None or price is None:
@@ -150,8 +153,9 @@ class CacheTracker:
         by = self._culprit(block.position) if block.section == "messages" else None
         return CacheMiss(cause, by, path, tokens)
 
-    def settle(self, request: PrefixPrint, foreseen: CacheMiss | None, read: int | None,
-               ended: float) -> CacheMiss | None:
+    def settle(
+        self, request: PrefixPrint, foreseen: CacheMiss | None, read: int | None, ended: float
+    ) -> CacheMiss | None:
         """The call's miss once its usage says what it read. `foreseen` is `miss` at the start, which
         sees only our side (our changes, our clock); a call foreseen to read the last request's whole
         cached prefix that read well below it (`read`, None when the usage gave no count) lost the
@@ -185,7 +189,10 @@ class CacheTracker:
     def answered(self, request: PrefixPrint, usage: Usage, started: float) -> None:
         """A call was answered: its request is the new base, its usage says what the cache holds
         (nothing is known of it when the usage gave a cache figure as no count)."""
-        known = usage.figure("cache_read_tokens") is not None and usage.figure("cache_creation_tokens") is not None
+        known = (
+            usage.figure("cache_read_tokens") is not None
+            and usage.figure("cache_creation_tokens") is not None
+        )
         cached = usage.cache_read_tokens + usage.cache_creation_tokens if known else None
         self.base, self.base_tokens = request, cached
         self.expires_at = started + TTL_SECONDS.get(self.ttl, 300.0) if cached else None

@@ -24,9 +24,7 @@ from core.usage.prices import Window, window_for
 from core.usage.timeline import TokenCount
 
 
-def estimate_request(
-    tokens: TokenCounter, system: str, messages: Sequence[Any], tools: Sequence[Any]
-) -> int:
+def estimate_request(tokens: TokenCounter, system: str, messages: Sequence[Any], tools: Sequence[Any]) -> int:
     """The tiktoken estimate of a whole request: messages (cached per message), system and tools."""
     extra = tokens.count_text(system) if system else 0
     if tools:
@@ -65,7 +63,11 @@ async def count_next_request(
         try:
             exact = await counter(system=system, messages=snapshot, tools=tool_list)
         except ModelError as error:
-            reason = "count_tokens rate limited (429)" if error.kind == "rate_limit" else f"count_tokens failed: {error}"
+            reason = (
+                "count_tokens rate limited (429)"
+                if error.kind == "rate_limit"
+                else f"count_tokens failed: {error}"
+            )
         else:
             if exact is not None:
                 most = most_tokens(system, messages, tool_list)

@@ -82,5 +82,13 @@ def unknown_figures(figures: UsageFigures) -> list[str]:
     return [key for key, value in figures.items() if value is None]
 
 
-__all__ = ["MAX_COST", "MAX_TOKENS", "USAGE_KEYS", "UsageFigures", "cost_figure", "token_figure", "unknown_figures",
-           "usage_figures"]
+__all__ = [
+    "MAX_COST",
+    "MAX_TOKENS",
+    "USAGE_KEYS",
+    "UsageFigures",
+    "cost_figure",
+    "token_figure",
+    "unknown_figures",
+    "usage_figures",
+]

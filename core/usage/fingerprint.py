@@ -65,7 +65,7 @@ class PrefixPrint:
         self._running = tuple(running)
         starts = [index for index, block in enumerate(self.blocks) if block.section == "messages"]
         self._first = starts[0] if starts else len(self.blocks)
-        self._positions = [block.position for block in self.blocks[self._first:]]
+        self._positions = [block.position for block in self.blocks[self._first :]]
 
     @property
     def chars(self) -> int:
@@ -140,9 +140,13 @@ def without_cache_marks(value: Any) -> Any:
 
 def _digest(role: str, value: Any) -> tuple[bytes, int]:
     text = dumps(value)
-    if '"cache_control"' in text:  # another client's breakpoints (the proxy); ctxtui adds its own at send time
+    if (
+        '"cache_control"' in text
+    ):  # another client's breakpoints (the proxy); ctxtui adds its own at send time
         text = dumps(without_cache_marks(value))
-    return hashlib.blake2b(f"{role}\0{text}".encode("utf-8", "surrogatepass"), digest_size=16).digest(), len(text)
+    return hashlib.blake2b(f"{role}\0{text}".encode("utf-8", "surrogatepass"), digest_size=16).digest(), len(
+        text
+    )
 
 
 class Fingerprinter:
@@ -165,15 +169,21 @@ class Fingerprinter:
         """The print of a request (cache_control marks are not part of what is sent here)."""
         blocks: list[BlockPrint] = []
         for index, tool in enumerate(tools):
-            blocks.append(BlockPrint("tools", (index, 0), *_digest("tool", tool), label=block_label("tool", tool)))
+            blocks.append(
+                BlockPrint("tools", (index, 0), *_digest("tool", tool), label=block_label("tool", tool))
+            )
         if system:
-            blocks.append(BlockPrint("system", (0, 0), *_digest("system", system), label=block_label("system", system)))
+            blocks.append(
+                BlockPrint("system", (0, 0), *_digest("system", system), label=block_label("system", system))
+            )
         memo: dict[int, tuple[Any, tuple[tuple[bytes, int, bool, str], ...]]] = {}
         for message_index, message in enumerate(messages):
             parts = self._message_blocks(message)
             memo[id(message)] = (message, parts)
             for block_index, (digest, chars, whole, label) in enumerate(parts):
-                blocks.append(BlockPrint("messages", (message_index, block_index), digest, chars, whole, label))
+                blocks.append(
+                    BlockPrint("messages", (message_index, block_index), digest, chars, whole, label)
+                )
         self._memo = memo  # only the messages of the newest request are kept
         return PrefixPrint(model, tuple(blocks), len(messages))
 
@@ -192,4 +202,12 @@ def prefix_change(before: PrefixPrint, after: PrefixPrint) -> tuple[str, str, st
     return old.path, f"{old.label} ({old.chars:,} chars)", now
 
 
-__all__ = ["BlockPrint", "Fingerprinter", "Position", "PrefixPrint", "block_label", "message_digests", "prefix_change"]
+__all__ = [
+    "BlockPrint",
+    "Fingerprinter",
+    "Position",
+    "PrefixPrint",
+    "block_label",
+    "message_digests",
+    "prefix_change",
+]

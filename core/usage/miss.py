@@ -9,8 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-MissCause = Literal["first_call", "ttl_expired", "model_changed", "system_changed", "tools_changed",
-                    "messages_changed", "evicted", "lookback_exceeded"]
+MissCause = Literal[
+    "first_call",
+    "ttl_expired",
+    "model_changed",
+    "system_changed",
+    "tools_changed",
+    "messages_changed",
+    "evicted",
+    "lookback_exceeded",
+]
 MISS_CAUSES: tuple[MissCause, ...] = get_args(MissCause)
 """DESIGN.md's causes and two that only the usage shows (core/usage/cache.py, `CacheTracker.settle`):
 "evicted": nothing of ours changed the prefix and by our clock its TTL had not run out, yet the call

@@ -61,7 +61,9 @@ class Usage:
     def from_figures(cls, figures: Mapping[str, int | None]) -> Usage:
         """From checked figures (`usage_figures`, as `ModelResponse.usage` holds them): a missing count
         is 0, a None one unknown (the two optional splits None when missing)."""
-        unknown = frozenset(name for name, key in _COUNT_KEYS.items() if key in figures and figures[key] is None)
+        unknown = frozenset(
+            name for name, key in _COUNT_KEYS.items() if key in figures and figures[key] is None
+        )
 
         def count(key: str) -> int:
             value = figures.get(key)
@@ -200,14 +202,24 @@ PRICES: dict[str, Price] = {
     "claude-opus-4-5": Price(5.0, 25.0, 6.25, 0.50, source="pricing"),
     "claude-opus-4-1": Price(15.0, 75.0, 18.75, 1.50, source="pricing"),
     "claude-opus-4": Price(15.0, 75.0, 18.75, 1.50, source="pricing"),
-    "claude-sonnet-5-5": Price(2.0, 10.0, 2.50, 0.10,
-                               source="overview; read cut to $0.10 on 2026-10-07 (notes)"),
+    "claude-sonnet-5-5": Price(
+        2.0, 10.0, 2.50, 0.10, source="overview; read cut to $0.10 on 2026-10-07 (notes)"
+    ),
     "claude-sonnet-5": Price(2.0, 10.0, 2.50, 0.20, source="overview"),
     "claude-sonnet-4-6": Price(3.0, 15.0, 3.75, 0.30, source="pricing"),
-    "claude-sonnet-4-5": Price(3.0, 15.0, 3.75, 0.30, 200_000, _SONNET_4_LONG, source="pricing, long context"),
+    "claude-sonnet-4-5": Price(
+        3.0, 15.0, 3.75, 0.30, 200_000, _SONNET_4_LONG, source="pricing, long context"
+    ),
     "claude-sonnet-4": Price(3.0, 15.0, 3.75, 0.30, 200_000, _SONNET_4_LONG, source="pricing, long context"),
-    "claude-haiku-5-5": Price(0.10, 0.50, 0.125, 0.01, long_prompt_tokens=100_000, long_prompt=_HAIKU_5_5_LONG,
-                              source="notes (two bands by prompt length)"),
+    "claude-haiku-5-5": Price(
+        0.10,
+        0.50,
+        0.125,
+        0.01,
+        long_prompt_tokens=100_000,
+        long_prompt=_HAIKU_5_5_LONG,
+        source="notes (two bands by prompt length)",
+    ),
     "claude-haiku-4-5": Price(1.0, 5.0, 1.25, 0.10, source="pricing"),
     "claude-haiku-3-5": Price(0.80, 4.0, 1.0, 0.08, source="pricing"),
 }
@@ -220,14 +232,35 @@ WINDOWS: dict[str, int] = {
     **{
         name: 1_000_000
         for name in (
-            "claude-fable-5-2", "claude-mythos-5-2", "claude-fable-5-1", "claude-mythos-5-1",
-            "claude-fable-5", "claude-mythos-5", "claude-opus-5-5", "claude-opus-5", "claude-opus-4-8",
-            "claude-opus-4-7", "claude-opus-4-6", "claude-sonnet-5-5", "claude-sonnet-5",
-            "claude-sonnet-4-6", "claude-haiku-5-5",
+            "claude-fable-5-2",
+            "claude-mythos-5-2",
+            "claude-fable-5-1",
+            "claude-mythos-5-1",
+            "claude-fable-5",
+            "claude-mythos-5",
+            "claude-opus-5-5",
+            "claude-opus-5",
+            "claude-opus-4-8",
+            "claude-opus-4-7",
+            "claude-opus-4-6",
+            "claude-sonnet-5-5",
+            "claude-sonnet-5",
+            "claude-sonnet-4-6",
+            "claude-haiku-5-5",
         )
     },
-    **{name: 200_000 for name in ("claude-opus-4-5", "claude-opus-4-1", "claude-opus-4", "claude-sonnet-4-5",
-                                  "claude-sonnet-4", "claude-haiku-4-5", "claude-haiku-3-5")},
+    **{
+        name: 200_000
+        for name in (
+            "claude-opus-4-5",
+            "claude-opus-4-1",
+            "claude-opus-4",
+            "claude-sonnet-4-5",
+            "claude-sonnet-4",
+            "claude-haiku-4-5",
+            "claude-haiku-3-5",
+        )
+    },
 }
 
 _SNAPSHOT = re.compile(r"-\d{8}$")  # claude-haiku-4-5-20251001 -> claude-haiku-4-5

@@ -119,7 +119,12 @@ def describe_sample(sample: ContextSample) -> str:
             f"{step} -{saved:,}" for step, saved in zip(sample.steps, sample.saved, strict=False)
         )
         parts.append(f"after {steps}")
-    known = (sample.input_tokens, sample.cache_read_tokens, sample.cache_creation_tokens, sample.output_tokens)
+    known = (
+        sample.input_tokens,
+        sample.cache_read_tokens,
+        sample.cache_creation_tokens,
+        sample.output_tokens,
+    )
     if sample.prompt_tokens is not None or any(figure is not None for figure in known):
         total = f"{sample.prompt_tokens:,}" if sample.prompt_tokens is not None else "? (unknown)"
         parts.append(
@@ -137,8 +142,10 @@ def describe_sample(sample: ContextSample) -> str:
         cost = f"${sample.cost:.4f}"
         if sample.cost_parts is not None:
             split = sample.cost_parts
-            cost += (f" (input ${split.input:.4f}, cache write ${split.cache_write:.4f}, "
-                     f"cache read ${split.cache_read:.4f}, output ${split.output:.4f})")
+            cost += (
+                f" (input ${split.input:.4f}, cache write ${split.cache_write:.4f}, "
+                f"cache read ${split.cache_read:.4f}, output ${split.output:.4f})"
+            )
         parts.append(cost)
     elif sample.offline:
         parts.append("no cost offline")
@@ -211,8 +218,9 @@ class Timeline:
         self.samples[-1] = done
         return done
 
-    def _priced(self, sample: ContextSample, usage: Mapping[str, int | None] | None,
-                error: str | None) -> ContextSample:
+    def _priced(
+        self, sample: ContextSample, usage: Mapping[str, int | None] | None, error: str | None
+    ) -> ContextSample:
         if usage is None or self.offline:
             return replace(sample, error=error)
         figures = Usage.from_figures(usage)
@@ -231,11 +239,20 @@ class Timeline:
             error=error,
         )
 
-    def summary(self, usage: Mapping[str, int | None], chars: int, started_at: float | None = None) -> ContextSample:
+    def summary(
+        self, usage: Mapping[str, int | None], chars: int, started_at: float | None = None
+    ) -> ContextSample:
         """A summary call that ended (its prompt was `chars` characters): recorded and priced whole.
         The steps and size noted for the next turn call stay for it."""
-        sample = ContextSample(call=len(self.samples) + 1, chars_before=chars, chars_after=chars, messages=1,
-                               offline=self.offline, kind="summary", started_at=started_at)
+        sample = ContextSample(
+            call=len(self.samples) + 1,
+            chars_before=chars,
+            chars_after=chars,
+            messages=1,
+            offline=self.offline,
+            kind="summary",
+            started_at=started_at,
+        )
         done = self._priced(sample, usage, None)
         self.samples.append(done)
         return done

@@ -68,14 +68,26 @@ def _settings_help() -> str:
 def _common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     """Options every command takes (on sub-commands their absence leaves the main parser's value)."""
     default: Any = argparse.SUPPRESS if suppress else None
-    parser.add_argument("--workdir", type=Path, default=default,
-                        help="the workspace (default: the current directory)")
-    parser.add_argument("--model", default=default, help="model name (default: $ANTHROPIC_MODEL or a current Sonnet model)")
-    parser.add_argument("--set", action="append", default=argparse.SUPPRESS if suppress else [], metavar="FIELD=VALUE",
-                        help="override a setting, e.g. --set context_char_limit=80000 (repeatable)")
-    parser.add_argument("--output-format", choices=("text", "json", "stream-json"), default=default,
-                        help="-p: text (default), json (one object at the end) or stream-json (one object per "
-                        "event); inspect --report and sessions: text or json")
+    parser.add_argument(
+        "--workdir", type=Path, default=default, help="the workspace (default: the current directory)"
+    )
+    parser.add_argument(
+        "--model", default=default, help="model name (default: $ANTHROPIC_MODEL or a current Sonnet model)"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=argparse.SUPPRESS if suppress else [],
+        metavar="FIELD=VALUE",
+        help="override a setting, e.g. --set context_char_limit=80000 (repeatable)",
+    )
+    parser.add_argument(
+        "--output-format",
+        choices=("text", "json", "stream-json"),
+        default=default,
+        help="-p: text (default), json (one object at the end) or stream-json (one object per "
+        "event); inspect --report and sessions: text or json",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,44 +97,93 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=COMMANDS_HELP + "\n" + ENVIRONMENT_HELP + "\n" + _settings_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("-p", "--prompt", help="run one turn headless: final text on stdout, "
-                        "one line per compaction step on stderr (-p - reads the prompt from stdin)")
+    parser.add_argument(
+        "-p",
+        "--prompt",
+        help="run one turn headless: final text on stdout, "
+        "one line per compaction step on stderr (-p - reads the prompt from stdin)",
+    )
     _common(parser, suppress=False)
-    parser.add_argument("--offline", action="store_true", help="use the deterministic offline model even with a key")
-    parser.add_argument("--yes", action="store_true",
-                        help="allow bash and file writes without asking (headless denies them otherwise)")
-    parser.add_argument("--resume", nargs="?", const=True, default=None, metavar="ID",
-                        help="continue the newest session of this workdir that replays to a valid history, "
-                        "or the session ID (see ctxtui sessions)")
-    parser.add_argument("--demo", action="store_true",
-                        help="a scripted offline session that fires every compaction step (TUI)")
-    parser.add_argument("--serve", action="store_true", help="serve the app in a browser (needs ctxtui[serve])")
-    parser.add_argument("--host", default="127.0.0.1", help="--serve: the address to bind (default 127.0.0.1, loopback)")
-    parser.add_argument("--port", type=int, default=8000, help="--serve: the port (default 8000; 0 picks a free one)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="headless: also print tool calls and notices on stderr")
+    parser.add_argument(
+        "--offline", action="store_true", help="use the deterministic offline model even with a key"
+    )
+    parser.add_argument(
+        "--yes",
+        action="store_true",
+        help="allow bash and file writes without asking (headless denies them otherwise)",
+    )
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="ID",
+        help="continue the newest session of this workdir that replays to a valid history, "
+        "or the session ID (see ctxtui sessions)",
+    )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="a scripted offline session that fires every compaction step (TUI)",
+    )
+    parser.add_argument(
+        "--serve", action="store_true", help="serve the app in a browser (needs ctxtui[serve])"
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="--serve: the address to bind (default 127.0.0.1, loopback)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=8000, help="--serve: the port (default 8000; 0 picks a free one)"
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="headless: also print tool calls and notices on stderr"
+    )
     parser.add_argument("--version", action="version", version=f"ctxtui {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="{sessions,config,inspect,proxy,replay}")
     sessions = commands.add_parser("sessions", help="list this workdir's sessions, newest first")
     _common(sessions, suppress=True)
-    sessions.add_argument("--prune", action="store_true",
-                          help="remove old sessions (--older-than, --keep) and the archive files no "
-                          "remaining session needs; prints what it frees")
-    sessions.add_argument("--older-than", type=float, metavar="DAYS",
-                          help="--prune: remove sessions last active more than DAYS days ago")
+    sessions.add_argument(
+        "--prune",
+        action="store_true",
+        help="remove old sessions (--older-than, --keep) and the archive files no "
+        "remaining session needs; prints what it frees",
+    )
+    sessions.add_argument(
+        "--older-than",
+        type=float,
+        metavar="DAYS",
+        help="--prune: remove sessions last active more than DAYS days ago",
+    )
     sessions.add_argument("--keep", type=int, metavar="N", help="--prune: keep the newest N sessions")
-    sessions.add_argument("--dry-run", action="store_true",
-                          help="--prune: print what would go, remove nothing")
+    sessions.add_argument(
+        "--dry-run", action="store_true", help="--prune: print what would go, remove nothing"
+    )
     config = commands.add_parser("config", help="print the effective settings as TOML with their sources")
     _common(config, suppress=True)
     inspect = commands.add_parser("inspect", help="read a transcript, session, messages or Claude Code file")
-    inspect.add_argument("file", type=Path, help="a .jsonl session or transcript, or a .json list of messages / request body")
-    inspect.add_argument("--report", action="store_true", help="print totals, breakdown and the dry run instead of opening the read-only inspector")
-    inspect.add_argument("--ledger", action="store_true",
-                         help="print what compaction took out of the context (a ctxtui or Claude Code session)")
-    inspect.add_argument("--facts", action="store_true",
-                         help="print the constraints, paths and error lines the history held, and which are not visible")
-    inspect.add_argument("--compare", action="store_true",
-                         help="replay the session's requests under every engine and compare context and cost")
+    inspect.add_argument(
+        "file", type=Path, help="a .jsonl session or transcript, or a .json list of messages / request body"
+    )
+    inspect.add_argument(
+        "--report",
+        action="store_true",
+        help="print totals, breakdown and the dry run instead of opening the read-only inspector",
+    )
+    inspect.add_argument(
+        "--ledger",
+        action="store_true",
+        help="print what compaction took out of the context (a ctxtui or Claude Code session)",
+    )
+    inspect.add_argument(
+        "--facts",
+        action="store_true",
+        help="print the constraints, paths and error lines the history held, and which are not visible",
+    )
+    inspect.add_argument(
+        "--compare",
+        action="store_true",
+        help="replay the session's requests under every engine and compare context and cost",
+    )
     _common(inspect, suppress=True)
     add_proxy_parser(commands)
     from tui.cli.replay import add_replay_parser
@@ -247,16 +308,34 @@ def run_sessions(args: argparse.Namespace) -> int:
         raise UsageError("sessions: --output-format takes text or json")
     if args.prune:
         return run_prune(args)
-    given = [flag for flag, value in (("--older-than", args.older_than), ("--keep", args.keep),
-                                      ("--dry-run", args.dry_run or None)) if value is not None]
+    given = [
+        flag
+        for flag, value in (
+            ("--older-than", args.older_than),
+            ("--keep", args.keep),
+            ("--dry-run", args.dry_run or None),
+        )
+        if value is not None
+    ]
     if given:
         raise UsageError(f"sessions: {', '.join(given)} needs --prune")
     workdir = _workdir(args).resolve()
     infos = list_sessions(workdir / ".ctxtui")
     if args.output_format == "json":
-        rows = [{"id": info.id, "path": str(info.path), "started": info.started, "last_active": info.last_active,
-                 "messages": info.messages, "chars": info.chars, "first_request": info.first_request,
-                 "resumable": info.resumable, "skipped": info.skipped} for info in infos]
+        rows = [
+            {
+                "id": info.id,
+                "path": str(info.path),
+                "started": info.started,
+                "last_active": info.last_active,
+                "messages": info.messages,
+                "chars": info.chars,
+                "first_request": info.first_request,
+                "resumable": info.resumable,
+                "skipped": info.skipped,
+            }
+            for info in infos
+        ]
         print(json.dumps(rows, ensure_ascii=True, allow_nan=False), flush=True)
         return EXIT_OK
     if not infos:
@@ -267,15 +346,22 @@ def run_sessions(args: argparse.Namespace) -> int:
         return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
 
     width = max(len(info.id) for info in infos)
-    print(f"{'id':<{width}}  {'started':<16}  {'last active':<16}  {'messages':>8}  {'chars':>10}  first request",
-          flush=True)
+    print(
+        f"{'id':<{width}}  {'started':<16}  {'last active':<16}  {'messages':>8}  {'chars':>10}  first request",
+        flush=True,
+    )
     for info in infos:
         request = one_line(info.first_request, 60) or ("(empty)" if not info.messages else "-")
         mark = "" if info.resumable else "  [cannot resume]"
         if info.skipped:  # lines a replay could not use: each cost itself only
             mark += f"  [{plural(info.skipped, 'bad record')} skipped]"
-        print(visible(f"{info.id:<{width}}  {stamp(info.started):<16}  {stamp(info.last_active):<16}  "
-                      f"{info.messages:>8,}  {info.chars:>10,}  {request}{mark}"), flush=True)
+        print(
+            visible(
+                f"{info.id:<{width}}  {stamp(info.started):<16}  {stamp(info.last_active):<16}  "
+                f"{info.messages:>8,}  {info.chars:>10,}  {request}{mark}"
+            ),
+            flush=True,
+        )
     return EXIT_OK
 
 
@@ -288,8 +374,9 @@ def run_prune(args: argparse.Namespace) -> int:
     from core.text import plural
 
     if args.older_than is not None and not (math.isfinite(args.older_than) and args.older_than >= 0):
-        raise UsageError(f"sessions --prune: --older-than takes a number of days from 0, "
-                         f"got {args.older_than}")
+        raise UsageError(
+            f"sessions --prune: --older-than takes a number of days from 0, got {args.older_than}"
+        )
     if args.keep is not None and args.keep < 0:
         raise UsageError(f"sessions --prune: --keep takes a number of sessions from 0, got {args.keep}")
     workdir = _workdir(args).resolve()
@@ -304,18 +391,33 @@ def run_prune(args: argparse.Namespace) -> int:
     size = sum(item.size for item in removed)
     if args.output_format == "json":
         rows = [{"path": item.path, "kind": item.kind, "bytes": item.size} for item in removed]
-        print(json.dumps({"dry_run": args.dry_run, "files": len(removed), "bytes": size, "removed": rows,
-                          "kept_sessions": plan.kept_sessions, "running": plan.running, "failures": failures},
-                         ensure_ascii=True), flush=True)
+        print(
+            json.dumps(
+                {
+                    "dry_run": args.dry_run,
+                    "files": len(removed),
+                    "bytes": size,
+                    "removed": rows,
+                    "kept_sessions": plan.kept_sessions,
+                    "running": plan.running,
+                    "failures": failures,
+                },
+                ensure_ascii=True,
+            ),
+            flush=True,
+        )
         return EXIT_MODEL_ERROR if failures else EXIT_OK
     verb = "would remove" if args.dry_run else "removed"
     for item in removed:
         print(visible(f"{verb} {item.path} ({item.size:,} bytes)"), flush=True)
     sessions = sum(item.kind == "session" for item in removed)
     running = f", {len(plan.running)} of them running" if plan.running else ""
-    print(f"{'would free' if args.dry_run else 'freed'} {plural(len(removed), 'file')}, {size:,} bytes: "
-          f"{plural(sessions, 'session')} and {plural(len(removed) - sessions, 'archive file')} "
-          f"(kept {plural(plan.kept_sessions, 'session')}{running})", flush=True)
+    print(
+        f"{'would free' if args.dry_run else 'freed'} {plural(len(removed), 'file')}, {size:,} bytes: "
+        f"{plural(sessions, 'session')} and {plural(len(removed) - sessions, 'archive file')} "
+        f"(kept {plural(plan.kept_sessions, 'session')}{running})",
+        flush=True,
+    )
     return EXIT_MODEL_ERROR if failures else EXIT_OK
 
 
@@ -334,12 +436,18 @@ def run_inspect(args: argparse.Namespace) -> int:
 
     printed = args.report or args.ledger or args.facts or args.compare
     if args.output_format == "stream-json" or (args.output_format == "json" and not printed):
-        raise UsageError(f"inspect: --output-format {args.output_format} needs --report, --ledger, --facts or "
-                         "--compare and "
-                         "takes text or json (without them the read-only inspector opens in the terminal)")
+        raise UsageError(
+            f"inspect: --output-format {args.output_format} needs --report, --ledger, --facts or "
+            "--compare and "
+            "takes text or json (without them the read-only inspector opens in the terminal)"
+        )
     config = _config(args)
-    compare_view = args.compare and args.output_format is None and not (args.report or args.ledger or args.facts) \
+    compare_view = (
+        args.compare
+        and args.output_format is None
+        and not (args.report or args.ledger or args.facts)
         and sys.stdout.isatty()
+    )
     if args.compare and not compare_view:
         return _compare(args, config)
     try:
@@ -390,7 +498,9 @@ def _compare(args: argparse.Namespace, config: Any) -> int:
     from tui.cli.replay import Progress
 
     try:
-        data = asyncio.run(compare_file(args.file, _compare_settings(args, config), Progress("compare", "calls")))
+        data = asyncio.run(
+            compare_file(args.file, _compare_settings(args, config), Progress("compare", "calls"))
+        )
     except InspectError as error:
         raise UsageError(str(error)) from error
     if args.output_format == "json":
@@ -430,8 +540,10 @@ def _check_combinations(args: argparse.Namespace) -> None:
     if args.prompt is not None and args.serve:
         raise UsageError("--serve runs the TUI in a browser; it cannot be combined with -p")
     if args.prompt is None and args.output_format not in (None, "text"):
-        raise UsageError(f"--output-format {args.output_format} is for -p (one headless turn); "
-                         "the TUI draws on the terminal, not JSON")
+        raise UsageError(
+            f"--output-format {args.output_format} is for -p (one headless turn); "
+            "the TUI draws on the terminal, not JSON"
+        )
 
 
 def _check_serve(args: argparse.Namespace) -> None:
@@ -445,7 +557,9 @@ def _check_serve(args: argparse.Namespace) -> None:
     workdir = _workdir(args)
     if args.resume is not None:
         try:
-            resume_replay(workdir.resolve() / ".ctxtui", args.resume if isinstance(args.resume, str) else None)
+            resume_replay(
+                workdir.resolve() / ".ctxtui", args.resume if isinstance(args.resume, str) else None
+            )
         except ResumeError as error:
             raise UsageError(str(error)) from error
 
@@ -482,7 +596,9 @@ def _main(argv: list[str]) -> int:
 
             prompt = read_prompt(args.prompt, sys.stdin)
         if prompt is not None and not prompt.strip():
-            raise UsageError("-p needs a non-empty prompt" + (" (stdin was empty)" if args.prompt == "-" else ""))
+            raise UsageError(
+                "-p needs a non-empty prompt" + (" (stdin was empty)" if args.prompt == "-" else "")
+            )
         if args.serve:
             _check_serve(args)
         else:
@@ -499,8 +615,11 @@ def _main(argv: list[str]) -> int:
         if prompt is not None:
             from tui.cli.headless import run_headless
 
-            return asyncio.run(run_headless(settings, prompt, verbose=args.verbose,
-                                            output_format=args.output_format or "text"))
+            return asyncio.run(
+                run_headless(
+                    settings, prompt, verbose=args.verbose, output_format=args.output_format or "text"
+                )
+            )
         return run_tui(settings, args.demo)
     except KeyboardInterrupt:
         _print_err("ctxtui: interrupted")

@@ -50,20 +50,41 @@ def event_record(event: Any) -> dict[str, Any] | None:
     if isinstance(event, ToolCallStarted):
         return {"type": "tool_call", "id": event.tool_use_id, "name": event.name, "input": event.input}
     if isinstance(event, ToolCallFinished):
-        return {"type": "tool_result", "id": event.tool_use_id, "name": event.name, "output": event.output,
-                "chars": event.output_chars, "is_error": event.is_error, "duration": round(event.duration, 3)}
+        return {
+            "type": "tool_result",
+            "id": event.tool_use_id,
+            "name": event.name,
+            "output": event.output,
+            "chars": event.output_chars,
+            "is_error": event.is_error,
+            "duration": round(event.duration, 3),
+        }
     if isinstance(event, CompactionStep):
         from dataclasses import asdict
 
-        return {"type": "compaction", "step": event.step, "before": event.chars_before, "after": event.chars_after,
-                "messages_affected": event.messages_affected, "files": list(event.files_written),
-                "cache_invalidated_tokens": event.cache_invalidated_tokens, "break_even_calls": event.break_even_calls,
-                "ledger": [asdict(entry) for entry in event.ledger], "detail": event.detail,
-                "saved_tokens": event.saved_tokens, "cleared": list(event.cleared)}
+        return {
+            "type": "compaction",
+            "step": event.step,
+            "before": event.chars_before,
+            "after": event.chars_after,
+            "messages_affected": event.messages_affected,
+            "files": list(event.files_written),
+            "cache_invalidated_tokens": event.cache_invalidated_tokens,
+            "break_even_calls": event.break_even_calls,
+            "ledger": [asdict(entry) for entry in event.ledger],
+            "detail": event.detail,
+            "saved_tokens": event.saved_tokens,
+            "cleared": list(event.cleared),
+        }
     if isinstance(event, CompactionHeld):
-        return {"type": "held", "steps": [step.step for step in event.steps],
-                "cache_invalidated_tokens": sum(step.cache_invalidated_tokens or 0 for step in event.steps),
-                "cache_expires_at": event.cache_expires_at, "tokens": event.tokens, "ceiling": event.ceiling}
+        return {
+            "type": "held",
+            "steps": [step.step for step in event.steps],
+            "cache_invalidated_tokens": sum(step.cache_invalidated_tokens or 0 for step in event.steps),
+            "cache_expires_at": event.cache_expires_at,
+            "tokens": event.tokens,
+            "ceiling": event.ceiling,
+        }
     if isinstance(event, Notice):
         return {"type": "notice", "kind": event.kind, "message": event.message}
     if isinstance(event, ErrorEvent):

@@ -37,22 +37,50 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 def add_proxy_parser(commands: Any) -> None:
     """The `proxy` sub-command's flags."""
     proxy = commands.add_parser(
-        "proxy", help="watch any Messages-API client (Claude Code, the SDKs) through a loopback proxy",
+        "proxy",
+        help="watch any Messages-API client (Claude Code, the SDKs) through a loopback proxy",
         description="Forward /v1/... requests to the upstream unchanged, record each /v1/messages exchange, "
         "and show each request live (or print one line per call with --headless). Point a client at it with "
-        "ANTHROPIC_BASE_URL=http://127.0.0.1:PORT.")
-    proxy.add_argument("--port", dest="proxy_port", default=str(DEFAULT_PORT), metavar="P",
-                       help=f"the port to listen on (default {DEFAULT_PORT}; 0 picks a free one)")
-    proxy.add_argument("--host", dest="proxy_host", default="127.0.0.1", metavar="H",
-                       help="a loopback address to listen on (default 127.0.0.1; any other host is refused)")
-    proxy.add_argument("--upstream", default=None, metavar="URL",
-                       help=f"where requests go (default $ANTHROPIC_BASE_URL, else {DEFAULT_UPSTREAM})")
-    proxy.add_argument("--workdir", type=Path, default=argparse.SUPPRESS,
-                       help="where the recordings go: WORKDIR/.ctxtui/proxy/ (default: the current directory)")
-    proxy.add_argument("--headless", action="store_true", help="print one line per call instead of the live view")
+        "ANTHROPIC_BASE_URL=http://127.0.0.1:PORT.",
+    )
+    proxy.add_argument(
+        "--port",
+        dest="proxy_port",
+        default=str(DEFAULT_PORT),
+        metavar="P",
+        help=f"the port to listen on (default {DEFAULT_PORT}; 0 picks a free one)",
+    )
+    proxy.add_argument(
+        "--host",
+        dest="proxy_host",
+        default="127.0.0.1",
+        metavar="H",
+        help="a loopback address to listen on (default 127.0.0.1; any other host is refused)",
+    )
+    proxy.add_argument(
+        "--upstream",
+        default=None,
+        metavar="URL",
+        help=f"where requests go (default $ANTHROPIC_BASE_URL, else {DEFAULT_UPSTREAM})",
+    )
+    proxy.add_argument(
+        "--workdir",
+        type=Path,
+        default=argparse.SUPPRESS,
+        help="where the recordings go: WORKDIR/.ctxtui/proxy/ (default: the current directory)",
+    )
+    proxy.add_argument(
+        "--headless", action="store_true", help="print one line per call instead of the live view"
+    )
     proxy.add_argument("--no-record", action="store_true", help="keep nothing on disk")
-    proxy.add_argument("--set", dest="proxy_set", action="append", default=[], metavar="FIELD=VALUE",
-                       help="override a setting, e.g. --set proxy_reply_limit=8000000 (repeatable)")
+    proxy.add_argument(
+        "--set",
+        dest="proxy_set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a setting, e.g. --set proxy_reply_limit=8000000 (repeatable)",
+    )
 
 
 class ProxyUsageError(Exception):
@@ -83,7 +111,9 @@ def proxy_options(args: argparse.Namespace, environ: dict[str, str] | None = Non
     environ = dict(os.environ) if environ is None else environ
     host = str(args.proxy_host)
     if not is_loopback_host(host):
-        raise ProxyUsageError(f"--host {host}: the proxy listens on loopback only (127.0.0.1, ::1 or localhost)")
+        raise ProxyUsageError(
+            f"--host {host}: the proxy listens on loopback only (127.0.0.1, ::1 or localhost)"
+        )
     try:
         port = int(str(args.proxy_port), 10)
     except ValueError:
@@ -101,7 +131,9 @@ def proxy_options(args: argparse.Namespace, environ: dict[str, str] | None = Non
     if record and not workdir.is_dir():
         raise ProxyUsageError(f"--workdir {workdir} is not a directory")
     if record and not os.access(workdir, os.W_OK):
-        raise ProxyUsageError(f"--workdir {workdir} is not writable (the recordings go there; or --no-record)")
+        raise ProxyUsageError(
+            f"--workdir {workdir} is not writable (the recordings go there; or --no-record)"
+        )
     return ProxyOptions(host, port, upstream, workdir.resolve(), bool(args.headless), record)
 
 
@@ -157,8 +189,11 @@ def _self_upstream(options: ProxyOptions, port: int) -> bool:
 
     if not upstream_is(options.upstream, options.host, port):
         return False
-    _say(f"ctxtui proxy: error: the upstream {shown_upstream(options.upstream)} is this proxy "
-         "(unset ANTHROPIC_BASE_URL or pass --upstream)", err=True)
+    _say(
+        f"ctxtui proxy: error: the upstream {shown_upstream(options.upstream)} is this proxy "
+        "(unset ANTHROPIC_BASE_URL or pass --upstream)",
+        err=True,
+    )
     return True
 
 
@@ -174,7 +209,9 @@ def run_view(options: ProxyOptions, config: ResolvedConfig) -> int:
     from core.proxy.server import ProxyError
     from core.proxy.thread import ProxyThread
 
-    sys.setswitchinterval(0.001)  # see serve_proxy: the view's thread hands the GIL back to the proxy's sooner
+    sys.setswitchinterval(
+        0.001
+    )  # see serve_proxy: the view's thread hands the GIL back to the proxy's sooner
     recorder = Recorder(options.workdir) if options.record else None
     if recorder is not None:
         try:
@@ -182,7 +219,9 @@ def run_view(options: ProxyOptions, config: ResolvedConfig) -> int:
         except RecordError as error:
             _say(f"ctxtui proxy: {error}", err=True)
             return EXIT_FAILED
-    proxy = ProxyThread(options.upstream, recorder, host=options.host, port=options.port, limits=options.limits)
+    proxy = ProxyThread(
+        options.upstream, recorder, host=options.host, port=options.port, limits=options.limits
+    )
     try:
         proxy.start()
     except ProxyError as error:
@@ -198,8 +237,15 @@ def run_view(options: ProxyOptions, config: ResolvedConfig) -> int:
 
     compaction = config.compaction
     about = ProxyAbout(proxy.url, shown_upstream(options.upstream), f"{folder}{os.sep}" if folder else None)
-    app = ProxyApp(proxy.events, about, options.workdir, limit=compaction.context_char_limit,
-                   target_ratio=compaction.micro_target_ratio, theme=config.top.get("theme"), stop_on_sigterm=True)
+    app = ProxyApp(
+        proxy.events,
+        about,
+        options.workdir,
+        limit=compaction.context_char_limit,
+        target_ratio=compaction.micro_target_ratio,
+        theme=config.top.get("theme"),
+        stop_on_sigterm=True,
+    )
     try:
         app.run()
     finally:

@@ -23,23 +23,48 @@ def add_replay_parser(commands: Any) -> None:
     from core.engines import REPLAY_ENGINES as ENGINES
 
     replay = commands.add_parser(
-        "replay", help="replay real agent trajectories through every engine: what each saves and loses",
+        "replay",
+        help="replay real agent trajectories through every engine: what each saves and loses",
         description="Replay every model call of each trajectory (SWE-agent / mini-swe-agent, ATIF, Codex CLI, "
         "OpenHands, or any history file `inspect` reads) through each engine, priced with the prompt cache "
         "modelled by prefix; print per engine the billed input, cost, peak, steps, the share saved against "
-        "`none` with a bootstrap 95% interval, the regret and where every anchor ended.")
-    replay.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files, or folders searched for them")
-    replay.add_argument("--engines", default=",".join(ENGINES), metavar="E,...",
-                        help=f"the engines to replay, comma-separated (default: all: {','.join(ENGINES)})")
+        "`none` with a bootstrap 95% interval, the regret and where every anchor ended.",
+    )
+    replay.add_argument(
+        "paths", nargs="+", type=Path, metavar="PATH", help="files, or folders searched for them"
+    )
+    replay.add_argument(
+        "--engines",
+        default=",".join(ENGINES),
+        metavar="E,...",
+        help=f"the engines to replay, comma-separated (default: all: {','.join(ENGINES)})",
+    )
     replay.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
-    replay.add_argument("--workers", type=int, default=0, metavar="N",
-                        help="trajectories replayed at once, one process each (default: one per core)")
-    replay.add_argument("--output-format", choices=("table", "text", "json"), default="table",
-                        help="table (default; text is the same) or json (one object)")
-    replay.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="a setting every engine replays with, e.g. --set keep_recent_results=5 (repeatable)")
-    replay.add_argument("--model", default=argparse.SUPPRESS,
-                        help="price as this model where a trajectory's own model has no known price")
+    replay.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="trajectories replayed at once, one process each (default: one per core)",
+    )
+    replay.add_argument(
+        "--output-format",
+        choices=("table", "text", "json"),
+        default="table",
+        help="table (default; text is the same) or json (one object)",
+    )
+    replay.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="a setting every engine replays with, e.g. --set keep_recent_results=5 (repeatable)",
+    )
+    replay.add_argument(
+        "--model",
+        default=argparse.SUPPRESS,
+        help="price as this model where a trajectory's own model has no known price",
+    )
     replay.add_argument("--workdir", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
@@ -50,8 +75,10 @@ def parse_engines(text: str) -> list[str]:
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in ENGINES]
     if unknown or not names:
-        raise ValueError(f"--engines: unknown engine {visible(unknown[0]) if unknown else '(none given)'}; "
-                         f"choose from {', '.join(ENGINES)}")
+        raise ValueError(
+            f"--engines: unknown engine {visible(unknown[0]) if unknown else '(none given)'}; "
+            f"choose from {', '.join(ENGINES)}"
+        )
     return list(dict.fromkeys(names))
 
 
@@ -74,8 +101,10 @@ class Progress:
         self.drawn = now
         width = 30
         filled = width * done // total
-        self.stream.write(f"\r{self.what} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {self.unit}, "
-                          f"{now - self.started:.0f} s")
+        self.stream.write(
+            f"\r{self.what} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {self.unit}, "
+            f"{now - self.started:.0f} s"
+        )
         if done == total:
             self.stream.write("\r\x1b[K")
         self.stream.flush()
@@ -100,7 +129,9 @@ def run_replay(args: argparse.Namespace, settings: Any) -> int:
     if not files:
         print("ctxtui replay: error: nothing to replay", file=sys.stderr)
         return EXIT_USAGE
-    records, unreadable = replay_many(files, settings, engines, workers=max(0, args.workers), progress=Progress())
+    records, unreadable = replay_many(
+        files, settings, engines, workers=max(0, args.workers), progress=Progress()
+    )
     for line in unreadable:
         print(f"ctxtui replay: skipped {visible(line)}", file=sys.stderr)
     if not records:
@@ -124,25 +155,40 @@ def _tokens(value: float) -> str:
 def table(data: dict[str, Any]) -> str:
     """The replay as a table for people (under 120 columns): one row per engine, the steps each fired
     below it, then what the columns mean."""
-    header = (f"{'engine':<19}{'billed in':>10}{'saved vs none [95% CI]':>25}{'cost $':>9}{'peak':>8}"
-              f"{'mean':>8}{'regret':>15}{'anchors kept/rec/lost':>24}")
-    lines = [f"{plural(data['trajectories'], 'trajectory', 'trajectories')}, {plural(data['calls'], 'call')}",
-             header, "-" * len(header)]
+    header = (
+        f"{'engine':<19}{'billed in':>10}{'saved vs none [95% CI]':>25}{'cost $':>9}{'peak':>8}"
+        f"{'mean':>8}{'regret':>15}{'anchors kept/rec/lost':>24}"
+    )
+    lines = [
+        f"{plural(data['trajectories'], 'trajectory', 'trajectories')}, {plural(data['calls'], 'call')}",
+        header,
+        "-" * len(header),
+    ]
     fired = []
     for name, row in data["engines"].items():
         saved = row["saved_vs_none"]
-        share = f"{saved['share'] * 100:+.1f}% [{saved['ci95'][0] * 100:+.1f}, {saved['ci95'][1] * 100:+.1f}]" \
-            if saved["share"] is not None else "-"
+        share = (
+            f"{saved['share'] * 100:+.1f}% [{saved['ci95'][0] * 100:+.1f}, {saved['ci95'][1] * 100:+.1f}]"
+            if saved["share"] is not None
+            else "-"
+        )
         regret = row["regret"]
-        regret_text = f"{regret['referenced_later']}/{regret['removed']} {regret['share'] * 100:.0f}%" \
-            if regret["removed"] else "0/0"
+        regret_text = (
+            f"{regret['referenced_later']}/{regret['removed']} {regret['share'] * 100:.0f}%"
+            if regret["removed"]
+            else "0/0"
+        )
         anchors = row["anchors"]
         cost = f"{row['cost_usd']:.2f}" if row["cost_usd"] is not None else "-"
         where = f"{anchors['kept']}/{anchors['recoverable']}/{anchors['lost']}"
-        lines.append(f"{name:<19}{_tokens(row['billed_input_tokens']):>10}{share:>25}{cost:>9}"
-                     f"{_tokens(row['peak_tokens']):>8}{_tokens(row['mean_tokens']):>8}{regret_text:>15}{where:>24}")
+        lines.append(
+            f"{name:<19}{_tokens(row['billed_input_tokens']):>10}{share:>25}{cost:>9}"
+            f"{_tokens(row['peak_tokens']):>8}{_tokens(row['mean_tokens']):>8}{regret_text:>15}{where:>24}"
+        )
         if row["steps"]:
-            steps = ", ".join(f"{step.removeprefix('server:')} {count}" for step, count in row["steps"].items())
+            steps = ", ".join(
+                f"{step.removeprefix('server:')} {count}" for step, count in row["steps"].items()
+            )
             fired.append(f"  {name + ':':<20}{steps}")
     lines += ["steps (calls before which each saved something):", *(fired or ["  none fired"])]
     lines += [

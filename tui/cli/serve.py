@@ -38,6 +38,7 @@ TOKEN_COOKIE = "ctxtui_serve"
 EXIT_USAGE = 2
 MOST_CELLS = 1_000  # a terminal size a tab may ask for, in columns or rows
 
+
 class ServeError(Exception):
     """The server cannot start (a busy port, an address that does not resolve): one line, exit 2."""
 
@@ -78,7 +79,8 @@ def bind(host: str, port: int) -> socket.socket:
         raise ServeError(f"--port {port} is out of range (1-65535, or 0 for a free port)")
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
-            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
     except (OSError, UnicodeError) as error:
         raise ServeError(f"--host {host}: cannot resolve it ({error})") from None
     sock = socket.socket(family, kind, proto)
@@ -108,11 +110,19 @@ def serve(args: argparse.Namespace) -> int:
     port = int(sock.getsockname()[1])
     guard = Guard(args.host, port)
     if is_loopback(args.host):
-        print(f"ctxtui: serving on {guard.url()} (loopback only: other machines cannot connect; "
-              "only this URL opens the app)", file=sys.stderr, flush=True)
+        print(
+            f"ctxtui: serving on {guard.url()} (loopback only: other machines cannot connect; "
+            "only this URL opens the app)",
+            file=sys.stderr,
+            flush=True,
+        )
     else:
-        print(f"ctxtui: warning: serving on {args.host}:{port}, which is not loopback: anyone who can reach it "
-              "and has the URL drives an agent that runs commands in this workdir", file=sys.stderr, flush=True)
+        print(
+            f"ctxtui: warning: serving on {args.host}:{port}, which is not loopback: anyone who can reach it "
+            "and has the URL drives an agent that runs commands in this workdir",
+            file=sys.stderr,
+            flush=True,
+        )
         print(f"ctxtui: open {guard.url()} (only this URL opens the app)", file=sys.stderr, flush=True)
     server = guarded_server(tab_command(args), guard, sock)
     server.serve()
@@ -169,12 +179,14 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
 
         async def _make_app(self) -> web.Application:
             app = web.Application(middlewares=[self.check_origin])
-            app.add_routes([
-                web.get(f"/{guard.token}/", self.handle_index, name="index"),
-                web.get(f"/{guard.token}/ws", self.handle_websocket, name="websocket"),
-                web.get("/download/{key}", self.handle_download, name="download"),  # textual.js asks here
-                web.static(f"/{guard.token}/static", self.statics_path, name="static"),
-            ])
+            app.add_routes(
+                [
+                    web.get(f"/{guard.token}/", self.handle_index, name="index"),
+                    web.get(f"/{guard.token}/ws", self.handle_websocket, name="websocket"),
+                    web.get("/download/{key}", self.handle_download, name="download"),  # textual.js asks here
+                    web.static(f"/{guard.token}/static", self.statics_path, name="static"),
+                ]
+            )
             app.on_shutdown.append(self._stop_all)
             return app
 
@@ -182,7 +194,9 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
         async def check_origin(self, request: web.Request, handler: Any) -> web.StreamResponse:
             host = request.headers.get("Host")
             if not guard.host_allowed(host):
-                return web.Response(status=403, text="ctxtui: this server answers only at the address it printed\n")
+                return web.Response(
+                    status=403, text="ctxtui: this server answers only at the address it printed\n"
+                )
             if not guard.origin_allowed(request.headers.get("Origin"), host or ""):
                 return web.Response(status=403, text="ctxtui: only the page this server served may connect\n")
             response: web.StreamResponse = await handler(request)
@@ -190,7 +204,9 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
 
         async def handle_index(self, request: web.Request) -> web.StreamResponse:
             base = f"{request.host}/{guard.token}"
-            response = web.Response(text=page(f"http://{base}/static/", f"ws://{base}/ws"), content_type="text/html")
+            response = web.Response(
+                text=page(f"http://{base}/static/", f"ws://{base}/ws"), content_type="text/html"
+            )
             response.set_cookie(TOKEN_COOKIE, guard.token, httponly=True, samesite="Strict", path="/")
             response.headers["Content-Security-Policy"] = content_security_policy(request.host)
             response.headers["Cache-Control"] = "no-store"
@@ -200,7 +216,9 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
 
         async def handle_download(self, request: web.Request) -> web.StreamResponse:
             if not guard.token_matches(request.cookies.get(TOKEN_COOKIE)):
-                return web.Response(status=403, text="ctxtui: downloads are for the page this server served\n")
+                return web.Response(
+                    status=403, text="ctxtui: downloads are for the page this server served\n"
+                )
             response: web.StreamResponse = await super().handle_download(request)
             return response
 
@@ -208,7 +226,8 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
             """One tab: its app runs while its WebSocket is open; the tab stops counting the moment it closes."""
             if self.sessions >= max_sessions:
                 raise web.HTTPServiceUnavailable(
-                    text=f"ctxtui: at most {max_sessions} browser sessions at once; close one first\n")
+                    text=f"ctxtui: at most {max_sessions} browser sessions at once; close one first\n"
+                )
             websocket = web.WebSocketResponse(heartbeat=15)
             self.tabs.add(websocket)  # counted from here, so tabs opening together cannot pass the cap
             app: AppService | None = None
@@ -218,10 +237,17 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
 
             try:
                 await websocket.prepare(request)
-                app = AppService(command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-                                 close=close, download_manager=self.download_manager)
+                app = AppService(
+                    command,
+                    write_bytes=websocket.send_bytes,
+                    write_str=websocket.send_str,
+                    close=close,
+                    download_manager=self.download_manager,
+                )
                 self.apps.add(app)
-                await app.start(_cells(request.query.get("width"), 80), _cells(request.query.get("height"), 24))
+                await app.start(
+                    _cells(request.query.get("width"), 80), _cells(request.query.get("height"), 24)
+                )
                 await self._relay(websocket, app)
             finally:
                 self.tabs.discard(websocket)
@@ -237,7 +263,9 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
             async for message in websocket:
                 if message.type != WSMsgType.TEXT:
                     continue
-                envelope = parse_json(message.data)  # core/jsonlines.py: not JSON or nested too deep is a BadLine
+                envelope = parse_json(
+                    message.data
+                )  # core/jsonlines.py: not JSON or nested too deep is a BadLine
                 if not isinstance(envelope, list) or len(envelope) < 1:
                     continue
                 kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
@@ -246,7 +274,9 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
                 elif kind == "resize" and isinstance(data, dict):
                     width, height = data.get("width"), data.get("height")
                     if isinstance(width, int) and isinstance(height, int):
-                        await app.set_terminal_size(min(max(width, 1), MOST_CELLS), min(max(height, 1), MOST_CELLS))
+                        await app.set_terminal_size(
+                            min(max(width, 1), MOST_CELLS), min(max(height, 1), MOST_CELLS)
+                        )
                 elif kind == "ping" and isinstance(data, str) and len(data) <= 100:
                     await websocket.send_json(["pong", data])
                 elif kind == "blur":
@@ -278,7 +308,13 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
             loop = asyncio.new_event_loop()
             for number in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(number, self.request_exit)
-            web.run_app(self._make_app(), sock=sock, handle_signals=False, loop=loop, print=lambda *_: None,
-                        access_log=None)
+            web.run_app(
+                self._make_app(),
+                sock=sock,
+                handle_signals=False,
+                loop=loop,
+                print=lambda *_: None,
+                access_log=None,
+            )
 
     return GuardedServer()

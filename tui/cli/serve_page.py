@@ -76,12 +76,18 @@ function restart() {
 
 def page(static_url: str, websocket_url: str, name: str = "ctxtui", font_size: int = 16) -> str:
     """The page, every value escaped for HTML (the URLs hold the Host the browser sent, checked but still text)."""
-    return _PAGE.substitute(static=html.escape(static_url), websocket=html.escape(websocket_url),
-                            name=html.escape(name), font_size=int(font_size))
+    return _PAGE.substitute(
+        static=html.escape(static_url),
+        websocket=html.escape(websocket_url),
+        name=html.escape(name),
+        font_size=int(font_size),
+    )
 
 
 def content_security_policy(origin: str) -> str:
     """What the page may load: this server's files and WebSocket, nothing else (`origin` is `host:port`)."""
-    return ("default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
-            f"font-src 'self'; img-src 'self' data:; connect-src 'self' ws://{origin}; "
-            "frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+    return (
+        "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+        f"font-src 'self'; img-src 'self' data:; connect-src 'self' ws://{origin}; "
+        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+    )

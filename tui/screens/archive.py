@@ -113,8 +113,10 @@ class ArchiveScreen(ModalScreen[None]):
                 yield Static(Content(""), id="archive-count")
             yield TextView(self.source, id="archive-text")
             yield Static(
-                Content("esc close · type to search · enter/F3 next · shift+F3 previous · ↑↓ PgUp PgDn scroll · "
-                        "drag to select, ctrl+c copy · tab to the text"),
+                Content(
+                    "esc close · type to search · enter/F3 next · shift+F3 previous · ↑↓ PgUp PgDn scroll · "
+                    "drag to select, ctrl+c copy · tab to the text"
+                ),
                 classes="dialog--hint",
             )
 
@@ -137,7 +139,11 @@ class ArchiveScreen(ModalScreen[None]):
         self.text_area.update_size()
         if isinstance(self.source, FileLines) and not self.source.done:
             self.run_worker(
-                self._index, thread=True, exclusive=True, group="archive-index", exit_on_error=False,
+                self._index,
+                thread=True,
+                exclusive=True,
+                group="archive-index",
+                exit_on_error=False,
                 description="index the archived file",
             )
 
@@ -219,8 +225,12 @@ class ArchiveScreen(ModalScreen[None]):
         if query != self._query:
             return
         self.run_worker(
-            lambda: self._search(query), thread=True, exclusive=True, group="archive-search",
-            exit_on_error=False, description="search the archived text",
+            lambda: self._search(query),
+            thread=True,
+            exclusive=True,
+            group="archive-search",
+            exit_on_error=False,
+            description="search the archived text",
         )
 
     def _search(self, query: str) -> None:
@@ -271,7 +281,11 @@ class ArchiveScreen(ModalScreen[None]):
         else:
             position = self.current + 1 if self.current >= 0 else 0
             more = "+" if len(self.matches) >= MAX_MATCHES else ""
-            label.update(Content(f"{position}/{count(len(self.matches))}{more} {'match' if len(self.matches) == 1 else 'matches'}"))
+            label.update(
+                Content(
+                    f"{position}/{count(len(self.matches))}{more} {'match' if len(self.matches) == 1 else 'matches'}"
+                )
+            )
 
     def jump(self, step: int) -> None:
         """Go to the next (`step` 1) or previous (-1) match; while a search runs, once it finds one."""
@@ -327,8 +341,11 @@ class ArchiveScreen(ModalScreen[None]):
         if not selected:
             chars = self.source.chars
             if chars is None or chars > COPY_ALL_CHARS:
-                self.notify("Select the part to copy with the mouse: the whole text is too large for the clipboard.",
-                            severity="warning", markup=False)
+                self.notify(
+                    "Select the part to copy with the mouse: the whole text is too large for the clipboard.",
+                    severity="warning",
+                    markup=False,
+                )
                 return
             selected = visible(self.source.full_text()).expandtabs(TAB)
         self.app.copy_to_clipboard(selected)

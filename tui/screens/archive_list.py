@@ -52,13 +52,19 @@ class ArchiveListScreen(ModalScreen[ArchivedFile | None]):
                 classes="dialog--title",
             )
             if self.files:
-                yield OptionList(*(self._option(index, item) for index, item in enumerate(self.files)), id="archive-files")
+                yield OptionList(
+                    *(self._option(index, item) for index, item in enumerate(self.files)), id="archive-files"
+                )
             else:
                 yield Static(
                     Content("Nothing archived yet: compaction writes here before it removes anything."),
                     classes="dialog--text",
                 )
-            hint = "enter open · ctrl+e restore a tool result to context · esc close" if self.restore else "enter open · esc close"
+            hint = (
+                "enter open · ctrl+e restore a tool result to context · esc close"
+                if self.restore
+                else "enter open · esc close"
+            )
             yield Static(Content(hint), classes="dialog--hint")
 
     @staticmethod
@@ -93,8 +99,11 @@ class ArchiveListScreen(ModalScreen[ArchivedFile | None]):
             self.notify("A transcript is not a tool result: open it to read it (enter).", severity="warning")
             return
         if item.own is False:
-            self.notify(f"{visible(item.path)} is {UNVOUCHED}: it is not restored (open it to read it).",
-                        severity="warning", markup=False)
+            self.notify(
+                f"{visible(item.path)} is {UNVOUCHED}: it is not restored (open it to read it).",
+                severity="warning",
+                markup=False,
+            )
             return
         restore = self.restore
         self.dismiss(None)

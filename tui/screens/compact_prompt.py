@@ -16,11 +16,15 @@ from textual.widgets import Input, Static
 class CompactPromptScreen(ModalScreen[str | None]):
     """Dismisses with the focus text ("" for none) or None when cancelled."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="compact_prompt.cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="compact_prompt.cancel")
+    ]
 
     def compose(self) -> ComposeResult:
         with Vertical(id="compact-dialog", classes="dialog"):
-            yield Static(Content.assemble(("Σ ", "bold"), ("Compact the context now", "bold")), classes="dialog--title")
+            yield Static(
+                Content.assemble(("Σ ", "bold"), ("Compact the context now", "bold")), classes="dialog--title"
+            )
             yield Static(
                 Content(
                     "The whole history goes to a transcript file and is replaced by a summary. "
@@ -28,7 +32,9 @@ class CompactPromptScreen(ModalScreen[str | None]):
                 ),
                 classes="dialog--text",
             )
-            yield Input(placeholder="focus (optional), e.g. the failing test in parser.py", id="compact-focus")
+            yield Input(
+                placeholder="focus (optional), e.g. the failing test in parser.py", id="compact-focus"
+            )
             yield Static(Content("enter compact · esc cancel"), classes="dialog--hint")
 
     @on(Input.Submitted)

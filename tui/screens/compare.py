@@ -34,7 +34,9 @@ class CompareScreen(Screen[None]):
         self.settings = settings
 
     def compose(self) -> ComposeResult:
-        yield Static(Content.assemble(("compare engines · ", "bold"), visible(str(self.path))), id="compare-title")
+        yield Static(
+            Content.assemble(("compare engines · ", "bold"), visible(str(self.path))), id="compare-title"
+        )
         yield CompareView(id="compare")
         yield Footer(compact=True)
 

@@ -19,7 +19,11 @@ from tui.widgets.inspector import InspectorStart, request_extra
 if TYPE_CHECKING:
     from core.agent import Agent
 
-PERMISSION_TEXT = {"ask": "bash: ask", "session": "bash: allowed this session", "preset": "bash: pre-approved"}
+PERMISSION_TEXT = {
+    "ask": "bash: ask",
+    "session": "bash: allowed this session",
+    "preset": "bash: pre-approved",
+}
 
 
 @dataclass(frozen=True)
@@ -40,24 +44,43 @@ def front_of(agent: Agent | Launch) -> Front:
     if isinstance(agent, Launch):
         settings = agent.settings
         start = InspectorStart(
-            archive=agent.archive, messages=[], chars=estimate_chars([]),
-            limit=settings.compaction.context_char_limit, target_ratio=settings.compaction.micro_target_ratio,
-            offline=agent.offline, paused=not settings.auto_compact,
+            archive=agent.archive,
+            messages=[],
+            chars=estimate_chars([]),
+            limit=settings.compaction.context_char_limit,
+            target_ratio=settings.compaction.micro_target_ratio,
+            offline=agent.offline,
+            paused=not settings.auto_compact,
         )
-        return Front(str(agent.workdir), agent.model_label, settings.model, agent.offline, settings.yes, start)
+        return Front(
+            str(agent.workdir), agent.model_label, settings.model, agent.offline, settings.yes, start
+        )
     thresholds = agent.compactor.settings
     start = InspectorStart(
-        archive=agent.archive, messages=list(agent.messages), chars=agent.chars, limit=thresholds.context_char_limit,
-        target_ratio=thresholds.micro_target_ratio, offline=agent.model.offline, paused=not agent.auto_compact,
-        samples=agent.timeline, request_extra=request_extra(agent.system_prompt, agent.toolbox.schemas),
-        ledger=agent.ledger, facts=agent.facts().facts,
+        archive=agent.archive,
+        messages=list(agent.messages),
+        chars=agent.chars,
+        limit=thresholds.context_char_limit,
+        target_ratio=thresholds.micro_target_ratio,
+        offline=agent.model.offline,
+        paused=not agent.auto_compact,
+        samples=agent.timeline,
+        request_extra=request_extra(agent.system_prompt, agent.toolbox.schemas),
+        ledger=agent.ledger,
+        facts=agent.facts().facts,
     )
-    return Front(str(agent.toolbox.workspace.root), agent.model.label, agent.model.name, agent.model.offline,
-                 agent.allow_all, start)
+    return Front(
+        str(agent.toolbox.workspace.root),
+        agent.model.label,
+        agent.model.name,
+        agent.model.offline,
+        agent.allow_all,
+        start,
+    )
 
 
 def permission_mode(agent: Agent | None, front: Front | None = None) -> str:
-    """"preset" (--yes), "session" (bash allowed for this session) or "ask" (before the agent is
+    """ "preset" (--yes), "session" (bash allowed for this session) or "ask" (before the agent is
     built, what its settings will make it)."""
     if agent is None:
         return "preset" if front is not None and front.allow_all else "ask"

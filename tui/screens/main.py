@@ -173,7 +173,9 @@ class MainScreen(Screen[None]):
     async def after_first_frame(self) -> None:
         """What the first frame does not need, run once it is painted (the app calls this from its
         Ready event): the chat's first blocks (Markdown), the model's window and the first forecast."""
-        start = self.front.inspector  # the history at the start (a message sent since is shown as it was sent)
+        start = (
+            self.front.inspector
+        )  # the history at the start (a message sent since is shown as it was sent)
         messages, chars = start.messages, start.chars
         if messages:
             await self.replay_history(messages, chars)
@@ -205,10 +207,13 @@ class MainScreen(Screen[None]):
         """Show a resumed history in the chat, and say so once (the agent's own notice is taken)."""
         self.agent.take_resume_notice()
         where = f" from {self.agent.resumed_from}" if self.agent.resumed_from else ""
-        await self.chat.replay(list(messages), notice=(
-            f"resumed {plural(len(messages), 'message')} ({count(chars)} chars){where}: "
-            "the chat shows the conversation, the inspector what sits in context"
-        ))
+        await self.chat.replay(
+            list(messages),
+            notice=(
+                f"resumed {plural(len(messages), 'message')} ({count(chars)} chars){where}: "
+                "the chat shows the conversation, the inspector what sits in context"
+            ),
+        )
 
     def on_resize(self, event: events.Resize) -> None:
         """Lay out for the new size (the event's, not `self.size`, which may still be the old one)."""
@@ -315,12 +320,16 @@ class MainScreen(Screen[None]):
                 return False
         if self.busy:
             kept = " (your message is back in the prompt)" if typed else ""
-            self.notify(f"A turn is running: wait for it, or press esc to cancel it{kept}.", severity="warning")
+            self.notify(
+                f"A turn is running: wait for it, or press esc to cancel it{kept}.", severity="warning"
+            )
             return False
         size = self.agent.oversize(text)
         if size is not None:
             limit = self.agent.compactor.settings.context_char_limit
-            self.app.push_screen(OversizeScreen(size, limit), callback=lambda choice: self._oversize(text, choice))
+            self.app.push_screen(
+                OversizeScreen(size, limit), callback=lambda choice: self._oversize(text, choice)
+            )
             return True
         await self._send(text)
         return True
@@ -375,7 +384,9 @@ class MainScreen(Screen[None]):
             return
         self._begin("compacting")
         how = " with the reviewed summary" if summary is not None else ""
-        self.call_later(self.chat.add_notice, f"compacting now{f' (focus: {focus})' if focus else ''}{how}", icon="Σ")
+        self.call_later(
+            self.chat.add_notice, f"compacting now{f' (focus: {focus})' if focus else ''}{how}", icon="Σ"
+        )
         self.drive(self.agent.compact(focus, summary))
 
     @work(exclusive=True, group="turn", exit_on_error=False, description="agent turn")
@@ -513,7 +524,9 @@ class MainScreen(Screen[None]):
     @on(ChatInput.Submitted)
     async def _submitted(self, event: ChatInput.Submitted) -> None:
         if self.starting:  # sent in the first moments: it waits for the agent without holding this screen
-            self.run_worker(self._send_typed(event.text), group="send", exit_on_error=False, description="send")
+            self.run_worker(
+                self._send_typed(event.text), group="send", exit_on_error=False, description="send"
+            )
             return
         await self._send_typed(event.text)
 
@@ -565,7 +578,12 @@ class MainScreen(Screen[None]):
     async def _tool_finished(self, message: msg.ToolCallFinished) -> None:
         event = message.event
         await self.chat.finish_tool(
-            event.tool_use_id, event.name, event.input, event.output, event.output_chars, event.duration,
+            event.tool_use_id,
+            event.name,
+            event.input,
+            event.output,
+            event.output_chars,
+            event.duration,
             event.is_error,
         )
         self.chat.set_activity(self._activity)
@@ -634,7 +652,9 @@ class MainScreen(Screen[None]):
     async def _recompaction(self, message: Inspector.Recompaction) -> None:
         await self.chat.add_notice(
             f"automatic compaction is on: the next call would run {' + '.join(message.steps)} again; pause it "
-            "(f5), or compact with a focus instead (ctrl+o)", warning=True)
+            "(f5), or compact with a focus instead (ctrl+o)",
+            warning=True,
+        )
 
     # --- the demo --------------------------------------------------------------------------------
 

@@ -33,7 +33,10 @@ class ArchiveOpener:
     """The archive list, and the viewers for markers, blocks and the files a step wrote."""
 
     def __init__(
-        self, host: Widget, archive: Archive, restore: Callable[[str], None],
+        self,
+        host: Widget,
+        archive: Archive,
+        restore: Callable[[str], None],
         summary_of: Callable[[str], str | None],
     ) -> None:
         self.host = host
@@ -53,7 +56,9 @@ class ArchiveOpener:
 
         from tui.screens.archive_list import ArchiveListScreen  # not needed before the first frame
 
-        self.host.app.push_screen(ArchiveListScreen(self.archive.list_files(), restore=self.restore), callback=chosen)
+        self.host.app.push_screen(
+            ArchiveListScreen(self.archive.list_files(), restore=self.restore), callback=chosen
+        )
 
     def _not_archived(self, path: str, suffix: str = "") -> None:
         self.host.notify(f"not an archive path: {visible(path)}{suffix}", severity="warning", markup=False)
@@ -72,7 +77,10 @@ class ArchiveOpener:
         await self.open_archived(archived, title, summary=marker.summary)
 
     async def open_archived(
-        self, archived: ArchivedFile, title: str, summary: str | None = None,
+        self,
+        archived: ArchivedFile,
+        title: str,
+        summary: str | None = None,
         then: Callable[[], None] | None = None,
     ) -> None:
         """Push an ArchiveScreen for a trusted archive file (a transcript is rendered readably);
@@ -88,7 +96,9 @@ class ArchiveOpener:
                     head += f"\nThe summary now in context:\n{summary}\n"
                 screen = ArchiveScreen(title, head + text, path=archived.path, size=archived.size)
             else:
-                screen = await ArchiveScreen.for_file(title, archived.absolute, path=archived.path, size=archived.size)
+                screen = await ArchiveScreen.for_file(
+                    title, archived.absolute, path=archived.path, size=archived.size
+                )
                 if archived.kind == "tool-result":
                     screen.restore = self.restore
         except (ArchiveError, OSError) as error:
@@ -125,5 +135,7 @@ class ArchiveOpener:
                 title += " (its summary is no longer in context)"
             await self.open_archived(archived, title, summary=summary)
             return
-        title = "Σ transcript written by the step" if archived.kind == "transcript" else "↩ archived tool result"
+        title = (
+            "Σ transcript written by the step" if archived.kind == "transcript" else "↩ archived tool result"
+        )
         await self.open_archived(archived, title)

@@ -39,8 +39,10 @@ class OversizeScreen(ModalScreen[OversizeChoice | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="oversize-dialog", classes="dialog"):
-            yield Static(Content.assemble(("⚠ ", "bold"), ("This message alone is over the context limit", "bold")),
-                         classes="dialog--title")
+            yield Static(
+                Content.assemble(("⚠ ", "bold"), ("This message alone is over the context limit", "bold")),
+                classes="dialog--title",
+            )
             yield Static(
                 Content(
                     f"It is {count(self.chars)} chars; the limit is {count(self.limit)}. No compaction step can "

@@ -51,8 +51,10 @@ def bounded(text: str) -> tuple[str, str, int]:
 
 def escaped(text: str, style: str = "") -> list[Part]:
     """`text` with its control characters as visible escapes in ESCAPE_STYLE, the rest in `style`."""
-    return [(piece, f"{style} {ESCAPE_STYLE}".strip() if escape else style) if style or escape else piece
-            for piece, escape in visible_parts(text)]
+    return [
+        (piece, f"{style} {ESCAPE_STYLE}".strip() if escape else style) if style or escape else piece
+        for piece, escape in visible_parts(text)
+    ]
 
 
 def _assemble(text: str) -> tuple[list[Part], int]:
@@ -73,7 +75,9 @@ def command_content(tool_input: dict[str, Any]) -> tuple[Content, list[str]]:
     if not isinstance(command, str):
         whole = json.dumps(tool_input, ensure_ascii=False, indent=2, default=str)
         parts, hidden = _assemble(whole)
-        return Content.assemble(*parts), [f"the input: {count(hidden)} of {count(len(whole))} chars"] if hidden else []
+        return Content.assemble(*parts), [
+            f"the input: {count(hidden)} of {count(len(whole))} chars"
+        ] if hidden else []
     parts, hidden = _assemble(command)
     cut = [f"the command: {count(hidden)} of {count(len(command))} chars"] if hidden else []
     for key, value in tool_input.items():
@@ -102,8 +106,12 @@ def preview_content(preview: str) -> tuple[Content, list[str]]:
         else:
             parts += escaped(line)
     if hidden:
-        parts.append((f"\n⚠ {count(hidden)} chars in the middle of the preview are not shown", "bold $text-warning"))
-    return Content.assemble(*parts), [f"the preview: {count(hidden)} of {count(len(preview))} chars"] if hidden else []
+        parts.append(
+            (f"\n⚠ {count(hidden)} chars in the middle of the preview are not shown", "bold $text-warning")
+        )
+    return Content.assemble(*parts), [
+        f"the preview: {count(hidden)} of {count(len(preview))} chars"
+    ] if hidden else []
 
 
 def hidden_notice(cut: list[str]) -> Content:
@@ -148,8 +156,9 @@ class PermissionScreen(ModalScreen[Choice | None]):
             with Vertical(id="permission-head"):
                 name = visible(self.tool_name)
                 yield Static(
-                    Content.assemble(("⚠ ", "bold"), f"The agent wants to run {article(name)} ", (name, "bold"),
-                                     f" {kind}"),
+                    Content.assemble(
+                        ("⚠ ", "bold"), f"The agent wants to run {article(name)} ", (name, "bold"), f" {kind}"
+                    ),
                     classes="dialog--title",
                 )
                 if cut or preview_cut:
@@ -160,7 +169,9 @@ class PermissionScreen(ModalScreen[Choice | None]):
                 yield Static(preview, id="permission-diff")
             with Horizontal(id="permission-buttons", classes="dialog--buttons"):
                 yield Button(Content("Allow once  y"), id="once", variant="primary", compact=True)
-                yield Button(Content("Allow for this session  a"), id="session", variant="warning", compact=True)
+                yield Button(
+                    Content("Allow for this session  a"), id="session", variant="warning", compact=True
+                )
                 yield Button(Content("Deny  n / esc"), id="deny", variant="error", compact=True)
 
     @property
@@ -170,8 +181,14 @@ class PermissionScreen(ModalScreen[Choice | None]):
 
     def action_scroll_body(self, how: str) -> None:
         body = self.body
-        {"up": body.scroll_up, "down": body.scroll_down, "page_up": body.scroll_page_up,
-         "page_down": body.scroll_page_down, "home": body.scroll_home, "end": body.scroll_end}[how](animate=False)
+        {
+            "up": body.scroll_up,
+            "down": body.scroll_down,
+            "page_up": body.scroll_page_up,
+            "page_down": body.scroll_page_down,
+            "home": body.scroll_home,
+            "end": body.scroll_end,
+        }[how](animate=False)
 
     def on_mount(self) -> None:
         self.query_one("#once", Button).focus()

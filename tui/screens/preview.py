@@ -35,7 +35,9 @@ def preview_summary(steps: Sequence[CompactionStep]) -> str:
     figures = f"{count(first)} -> ?" if steps[-1].step == LOSSY else f"{count(first)} -> {count(last)}"
     line = f"next call: {names} ({figures})"
     if any(step.step == LOSSY for step in steps):
-        line += " · ⚠ it will SUMMARISE (lossy): f4 preview, p pin, d drop, ctrl+o compact with a focus, f5 pause"
+        line += (
+            " · ⚠ it will SUMMARISE (lossy): f4 preview, p pin, d drop, ctrl+o compact with a focus, f5 pause"
+        )
     return line
 
 
@@ -63,9 +65,11 @@ def at_risk_lines(facts: Sequence[Fact]) -> list[str]:
     constraints = sum(1 for fact in facts if fact.kind == "constraint")
     head = f"⚠ only the summary could keep {plural(len(facts), 'fact')}"
     head += f" ({plural(constraints, 'constraint')} of yours)" if constraints else ""
-    return [head + ": unless it says them, the model no longer sees:",
-            *(f"   {fact.kind}: {fact.text}" for fact in facts[:12]),
-            *([f"   … and {len(facts) - 12} more (the Facts view lists them all)"] if len(facts) > 12 else [])]
+    return [
+        head + ": unless it says them, the model no longer sees:",
+        *(f"   {fact.kind}: {fact.text}" for fact in facts[:12]),
+        *([f"   … and {len(facts) - 12} more (the Facts view lists them all)"] if len(facts) > 12 else []),
+    ]
 
 
 class PreviewScreen(ModalScreen[None]):
@@ -83,9 +87,18 @@ class PreviewScreen(ModalScreen[None]):
         Binding("q", "close", "Close", show=False, id="preview.quit"),
     ]
 
-    def __init__(self, steps: Sequence[CompactionStep], *, chars: int, limit: int, paused: bool,
-                 timing: str | None = None, held: Sequence[CompactionStep] = (), at_risk: Sequence[Fact] = (),
-                 server: str | None = None) -> None:
+    def __init__(
+        self,
+        steps: Sequence[CompactionStep],
+        *,
+        chars: int,
+        limit: int,
+        paused: bool,
+        timing: str | None = None,
+        held: Sequence[CompactionStep] = (),
+        at_risk: Sequence[Fact] = (),
+        server: str | None = None,
+    ) -> None:
         super().__init__()
         self.steps = list(steps)
         self.server = server
@@ -100,8 +113,10 @@ class PreviewScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="preview-dialog", classes="dialog"):
-            yield Static(Content.assemble(("◔ ", "bold"), ("Next call: what compaction would do", "bold")),
-                         classes="dialog--title")
+            yield Static(
+                Content.assemble(("◔ ", "bold"), ("Next call: what compaction would do", "bold")),
+                classes="dialog--title",
+            )
             state = f"The history is {count(self.chars)} chars against a {count(self.limit)}-char limit."
             if self.paused:
                 state += " Automatic compaction is paused: none of this runs until you resume it (f5)."
@@ -109,27 +124,45 @@ class PreviewScreen(ModalScreen[None]):
             if self.timing is not None:
                 timing = f"Compaction timing: {self.timing}."
                 if self.held:
-                    timing += (" While the cache is warm these wait: "
-                               + "; ".join(visible(" ".join(step_lines(step))) for step in self.held))
+                    timing += " While the cache is warm these wait: " + "; ".join(
+                        visible(" ".join(step_lines(step))) for step in self.held
+                    )
                 yield Static(Content(timing), classes="dialog--text")
             with VerticalScroll(id="preview-steps"):
                 if self.server is not None:
-                    yield Static(Content(f"A server engine is in force: the client runs tool_result_budget only, "
-                                         f"and {self.server}."), id="preview-server")
+                    yield Static(
+                        Content(
+                            f"A server engine is in force: the client runs tool_result_budget only, "
+                            f"and {self.server}."
+                        ),
+                        id="preview-server",
+                    )
                 if not self.steps:
-                    yield Static(Content("No client step would fire: the next call sends the history as it is."
-                                         if self.server is not None else
-                                         "No step would fire: the next call sends the history as it is."))
+                    yield Static(
+                        Content(
+                            "No client step would fire: the next call sends the history as it is."
+                            if self.server is not None
+                            else "No step would fire: the next call sends the history as it is."
+                        )
+                    )
                 for step in self.steps:
                     text = "\n".join(step_lines(step))
-                    yield Static(Content(visible(text)), classes="preview--step" + (" -lossy" if step.step == LOSSY else ""))
+                    yield Static(
+                        Content(visible(text)),
+                        classes="preview--step" + (" -lossy" if step.step == LOSSY else ""),
+                    )
                 if self.at_risk:
-                    yield Static(Content(visible("\n".join(at_risk_lines(self.at_risk)))), id="preview-at-risk",
-                                 classes="preview--step -lossy")
+                    yield Static(
+                        Content(visible("\n".join(at_risk_lines(self.at_risk)))),
+                        id="preview-at-risk",
+                        classes="preview--step -lossy",
+                    )
             if any(step.step == LOSSY for step in self.steps):
                 yield Static(
-                    Content("The summary replaces the history (kept whole in a transcript). Before it runs you can "
-                            "pin results (p in the tree), drop some (d), compact with a focus (ctrl+o) or pause (f5)."),
+                    Content(
+                        "The summary replaces the history (kept whole in a transcript). Before it runs you can "
+                        "pin results (p in the tree), drop some (d), compact with a focus (ctrl+o) or pause (f5)."
+                    ),
                     classes="dialog--text",
                 )
             yield Static(Content("esc close"), classes="dialog--hint")

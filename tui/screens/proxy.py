@@ -77,7 +77,9 @@ def request_extra(call: ProxyCall) -> dict[str, int]:
     extra = {}
     for name, part in (("system", call.system), ("tools", call.tools)):
         if part:
-            extra[name] = len(part) if isinstance(part, str) else len(json.dumps(part, default=str, ensure_ascii=False))
+            extra[name] = (
+                len(part) if isinstance(part, str) else len(json.dumps(part, default=str, ensure_ascii=False))
+            )
     return extra
 
 
@@ -86,8 +88,15 @@ class ProxyScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = list(proxy_bindings(app_wide=False))
 
-    def __init__(self, events: EventSource, about: ProxyAbout, archive: Archive, *, limit: int,
-                 target_ratio: float = 0.8) -> None:
+    def __init__(
+        self,
+        events: EventSource,
+        about: ProxyAbout,
+        archive: Archive,
+        *,
+        limit: int,
+        target_ratio: float = 0.8,
+    ) -> None:
         super().__init__(id="proxy-screen")
         self.events = events
         self.about = about
@@ -104,8 +113,14 @@ class ProxyScreen(Screen[None]):
     # --- layout ---------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        start = InspectorStart(archive=self.archive, messages=[], chars=2, limit=self.limit,
-                               target_ratio=self.target_ratio, watched=True)
+        start = InspectorStart(
+            archive=self.archive,
+            messages=[],
+            chars=2,
+            limit=self.limit,
+            target_ratio=self.target_ratio,
+            watched=True,
+        )
         yield ProxyStatus(self.about, id="proxy-status")
         with Horizontal(id="proxy-main"):
             yield ConversationList(id="conversations")
@@ -241,8 +256,11 @@ class ProxyScreen(Screen[None]):
 
     @on(Inspector.RestoreRequested)
     def _restore_requested(self, message: Inspector.RestoreRequested) -> None:
-        self.notify("the proxy only watches: restore it from the ctxtui session that archived it",
-                    severity="warning", markup=False)
+        self.notify(
+            "the proxy only watches: restore it from the ctxtui session that archived it",
+            severity="warning",
+            markup=False,
+        )
 
     # --- actions (described in tui/proxy_actions.py) -------------------------------------------------
 

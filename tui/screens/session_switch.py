@@ -58,7 +58,9 @@ class SessionSwitch:
         host = self.host
         session = host.agent.session
         if session is None or not await asyncio.to_thread(session.path.is_file):
-            host.notify("/compare replays this session's log: nothing has been recorded yet", severity="warning")
+            host.notify(
+                "/compare replays this session's log: nothing has been recorded yet", severity="warning"
+            )
             return
         await host.app.push_screen(CompareScreen(session.path, host.agent.settings))
 

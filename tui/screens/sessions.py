@@ -49,13 +49,17 @@ class SessionsScreen(ModalScreen[SessionInfo | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="sessions-dialog", classes="dialog"):
             yield Static(
-                Content.assemble(("Sessions", "bold"), (f"  {plural(len(self.sessions), 'session')} in this workdir,"
-                                                        " newest first", "dim")),
+                Content.assemble(
+                    ("Sessions", "bold"),
+                    (f"  {plural(len(self.sessions), 'session')} in this workdir, newest first", "dim"),
+                ),
                 classes="dialog--title",
             )
             if self.sessions:
-                yield OptionList(*(self._option(index, info) for index, info in enumerate(self.sessions)),
-                                 id="sessions-list")
+                yield OptionList(
+                    *(self._option(index, info) for index, info in enumerate(self.sessions)),
+                    id="sessions-list",
+                )
             else:
                 yield Static(Content("No sessions saved in this workdir yet."), classes="dialog--text")
             yield Static(Content("enter resume · esc close"), classes="dialog--hint")
@@ -66,8 +70,11 @@ class SessionsScreen(ModalScreen[SessionInfo | None]):
         note = " · this session" if running else ("" if info.resumable else " · cannot resume")
         prompt = Content.assemble(
             (visible(info.id), "bold"),
-            (f"  started {_stamp(info.started)} · last active {_stamp(info.last_active)} · "
-             f"{plural(info.messages, 'message')} · {count(info.chars)} chars{note}\n", "dim"),
+            (
+                f"  started {_stamp(info.started)} · last active {_stamp(info.last_active)} · "
+                f"{plural(info.messages, 'message')} · {count(info.chars)} chars{note}\n",
+                "dim",
+            ),
             f"  {request}",
         )
         return Option(prompt, id=str(index), disabled=running or not info.resumable)

@@ -53,8 +53,15 @@ class SteeringHost(Protocol):
 
     def start_compact(self, focus: str | None, summary: str | None = None) -> None: ...
 
-    def run_worker(self, work: Any, *, group: str = ..., exclusive: bool = ..., exit_on_error: bool = ...,
-                   description: str = ...) -> Worker[Any]: ...
+    def run_worker(
+        self,
+        work: Any,
+        *,
+        group: str = ...,
+        exclusive: bool = ...,
+        exit_on_error: bool = ...,
+        description: str = ...,
+    ) -> Worker[Any]: ...
 
 
 class Steering:
@@ -70,7 +77,9 @@ class Steering:
     def compact(self) -> None:
         """Ask for a focus, then review the drafted summary before it goes in."""
         if self.host.busy:
-            self.host.notify("A turn is running: compact when it is done (esc cancels it).", severity="warning")
+            self.host.notify(
+                "A turn is running: compact when it is done (esc cancels it).", severity="warning"
+            )
             return
 
         def chosen(focus: str | None) -> None:
@@ -81,7 +90,9 @@ class Steering:
 
         self.host.app.push_screen(CompactPromptScreen(), callback=chosen)
 
-    async def _steer(self, action: Callable[[], Awaitable[HistoryChanged | Notice | None]], nothing: str) -> None:
+    async def _steer(
+        self, action: Callable[[], Awaitable[HistoryChanged | Notice | None]], nothing: str
+    ) -> None:
         """Run one steering call; its HistoryChanged / Notice goes out as the turn worker posts core events."""
         host = self.host
         if host.busy:
@@ -99,31 +110,45 @@ class Steering:
         if message is not None:
             host.post_message(message)
         if isinstance(result, Notice):
-            host.inspector.refresh_forecast(debounce=0.0)  # pins change no message, only what the next call may do
+            host.inspector.refresh_forecast(
+                debounce=0.0
+            )  # pins change no message, only what the next call may do
 
-    def _said(self, text: str) -> Callable[[HistoryChanged | None], Awaitable[HistoryChanged | Notice | None]]:
+    def _said(
+        self, text: str
+    ) -> Callable[[HistoryChanged | None], Awaitable[HistoryChanged | Notice | None]]:
         """The notice of a change (drop, restore, undo), with what it cost the prompt cache (online)."""
+
         async def then(changed: HistoryChanged | None) -> HistoryChanged | Notice | None:
             if changed:
                 cost = cache_cost_line(changed.cache_invalidated_tokens, changed.break_even_calls)
-                await self.host.chat.add_notice(f"{text}; {cost}" if cost else text,
-                                                warning=bool(changed.cache_invalidated_tokens))
+                await self.host.chat.add_notice(
+                    f"{text}; {cost}" if cost else text, warning=bool(changed.cache_invalidated_tokens)
+                )
             return changed
+
         return then
 
     def _selected_id(self, given: str | None) -> str | None:
         tool_use_id = given or self.host.inspector.message_tree.selected_tool_use_id()
         if tool_use_id is None:
-            self.host.notify("Select a tool result in the tree first (ctrl+t), or give its id: /pin toolu_…",
-                             severity="warning", markup=False)
+            self.host.notify(
+                "Select a tool result in the tree first (ctrl+t), or give its id: /pin toolu_…",
+                severity="warning",
+                markup=False,
+            )
         return tool_use_id
 
     def _selected_pin_key(self, given: str | None) -> str | None:
         """What pin/unpin acts on: the given id or key, else the selected result or user message."""
         key = given or self.host.inspector.message_tree.selected_pin_key()
         if key is None:
-            self.host.notify("Select a tool result or one of your messages in the tree first (ctrl+t), "
-                             "or give its id: /pin toolu_… or /pin user:…", severity="warning", markup=False)
+            self.host.notify(
+                "Select a tool result or one of your messages in the tree first (ctrl+t), "
+                "or give its id: /pin toolu_… or /pin user:…",
+                severity="warning",
+                markup=False,
+            )
         return key
 
     async def toggle_pin(self, key: str | None = None) -> None:
@@ -149,20 +174,25 @@ class Steering:
 
         async def drop() -> HistoryChanged | Notice | None:
             return await self._said(f"dropped the result of {visible(chosen)}: archived, a placeholder left")(
-                await self.agent.drop(chosen))
+                await self.agent.drop(chosen)
+            )
 
         await self._steer(drop, "nothing to drop")
 
     async def restore(self, path: str | None = None) -> None:
         chosen = path or self.host.inspector.message_tree.selected_archive_path()
         if chosen is None:
-            self.host.notify("Select a placeholder or persisted output in the tree, or give a path: /restore PATH",
-                             severity="warning", markup=False)
+            self.host.notify(
+                "Select a placeholder or persisted output in the tree, or give a path: /restore PATH",
+                severity="warning",
+                markup=False,
+            )
             return
 
         async def restore() -> HistoryChanged | Notice | None:
             return await self._said(f"restored {visible(chosen)}: its full text is back in context")(
-                await self.agent.restore(chosen))
+                await self.agent.restore(chosen)
+            )
 
         await self._steer(restore, "that text is already in context")
 
@@ -178,7 +208,8 @@ class Steering:
     async def undo(self) -> None:
         async def undo() -> HistoryChanged | Notice | None:
             changed = await self._said("undid the last compaction: what it removed is back, in place")(
-                await self.agent.undo_compaction())
+                await self.agent.undo_compaction()
+            )
             if changed:
                 self.host.inspector.expect_recompaction()  # its forecast says if the next call compacts again
             return changed
@@ -187,6 +218,7 @@ class Steering:
 
     async def keep_fact(self, text: str, kind: str = "constraint") -> None:
         """Make a fact the model cannot see visible again and keep it (its message pinned, or a pinned note)."""
+
         async def keep() -> HistoryChanged | Notice | None:
             changed, notice = await self.agent.keep_fact(text, kind)
             if changed is None:
@@ -201,8 +233,12 @@ class Steering:
         agent.auto_compact = not agent.auto_compact
         paused = not agent.auto_compact
         self.host.inspector.set_paused(paused)
-        text = ("automatic compaction paused: the whole history goes to the model (reactive compaction still "
-                "guards an API refusal; f5 resumes)" if paused else "automatic compaction resumed")
+        text = (
+            "automatic compaction paused: the whole history goes to the model (reactive compaction still "
+            "guards an API refusal; f5 resumes)"
+            if paused
+            else "automatic compaction resumed"
+        )
         await self.host.chat.add_notice(text, warning=paused)
 
     async def preview(self) -> None:
@@ -216,16 +252,28 @@ class Steering:
         forecast = self.host.inspector.preview  # the last forecast: the timing, what waits, the facts at risk
         from tui.screens.preview import PreviewScreen  # not needed before the first frame
 
-        await self.host.app.push_screen(PreviewScreen(
-            steps, chars=self.agent.chars, limit=self.agent.compactor.settings.context_char_limit,
-            paused=not self.agent.auto_compact, timing=forecast.timing if forecast is not None else None,
-            held=forecast.held if forecast is not None else (), at_risk=forecast.at_risk if forecast is not None else (),
-            server=forecast.server if forecast is not None else None))
+        await self.host.app.push_screen(
+            PreviewScreen(
+                steps,
+                chars=self.agent.chars,
+                limit=self.agent.compactor.settings.context_char_limit,
+                paused=not self.agent.auto_compact,
+                timing=forecast.timing if forecast is not None else None,
+                held=forecast.held if forecast is not None else (),
+                at_risk=forecast.at_risk if forecast is not None else (),
+                server=forecast.server if forecast is not None else None,
+            )
+        )
 
     def review_compact(self, focus: str | None) -> None:
         """Summary first: draft it, show it for review (accept / edit / cancel), compact with that text."""
-        self.host.run_worker(self._review(focus), group="draft", exclusive=True, exit_on_error=False,
-                             description="draft the summary")
+        self.host.run_worker(
+            self._review(focus),
+            group="draft",
+            exclusive=True,
+            exit_on_error=False,
+            description="draft the summary",
+        )
 
     async def _review(self, focus: str | None) -> None:
         host = self.host
@@ -242,8 +290,13 @@ class Steering:
             host.busy = False
         from tui.screens.summary_review import SummaryReviewScreen  # not needed before the first frame
 
-        screen = SummaryReviewScreen(draft, messages=len(self.agent.messages), chars=self.agent.chars, focus=focus,
-                                     review=self.agent.review_summary)
+        screen = SummaryReviewScreen(
+            draft,
+            messages=len(self.agent.messages),
+            chars=self.agent.chars,
+            focus=focus,
+            review=self.agent.review_summary,
+        )
 
         async def reviewed(text: str | None) -> None:
             if text is None:

@@ -39,8 +39,15 @@ class SummaryReviewScreen(ModalScreen[str | None]):
         Binding("escape", "cancel", "Cancel", id="summary_review.cancel"),
     ]
 
-    def __init__(self, draft: str, *, messages: int, chars: int, focus: str | None = None,
-                 review: Callable[[str], SummaryReview] | None = None) -> None:
+    def __init__(
+        self,
+        draft: str,
+        *,
+        messages: int,
+        chars: int,
+        focus: str | None = None,
+        review: Callable[[str], SummaryReview] | None = None,
+    ) -> None:
         super().__init__()
         self.review = review
         """Which visible facts a summary with a given text keeps and drops (None: not shown)."""
@@ -52,7 +59,9 @@ class SummaryReviewScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="summary-dialog", classes="dialog"):
-            yield Static(Content.assemble(("Σ ", "bold"), ("Review the summary", "bold")), classes="dialog--title")
+            yield Static(
+                Content.assemble(("Σ ", "bold"), ("Review the summary", "bold")), classes="dialog--title"
+            )
             what = (
                 f"It replaces {plural(self.messages, 'message')} ({count(self.chars)} chars); the whole history "
                 "goes to a transcript first. Edit it if you like: the text below is exactly what goes in."
@@ -82,17 +91,26 @@ class SummaryReviewScreen(ModalScreen[str | None]):
         self.reviewed = review = self.review(self.text)
         parts: list[str | tuple[str, str]] = []
         if review.dropped:
-            parts.append((f"⚠ it drops {len(review.dropped)} of the facts the model sees now "
-                          f"({plural(len(review.dropped_constraints()), 'constraint')}):\n", "$text-warning bold"))
-            parts += [(f"  {fact.kind}: {visible(one_line(fact.text, 100))}\n", "$text-warning")
-                      for fact in review.dropped[:8]]
+            parts.append(
+                (
+                    f"⚠ it drops {len(review.dropped)} of the facts the model sees now "
+                    f"({plural(len(review.dropped_constraints()), 'constraint')}):\n",
+                    "$text-warning bold",
+                )
+            )
+            parts += [
+                (f"  {fact.kind}: {visible(one_line(fact.text, 100))}\n", "$text-warning")
+                for fact in review.dropped[:8]
+            ]
             if len(review.dropped) > 8:
                 parts.append((f"  … and {len(review.dropped) - 8} more\n", "$text-warning"))
         else:
             parts.append(("it drops none of the facts the model sees now\n", "$text-success"))
         kept = ", ".join(visible(one_line(fact.text, 40)) for fact in review.kept[:6])
         more = f" and {len(review.kept) - 6} more" if len(review.kept) > 6 else ""
-        parts.append((f"it keeps {plural(len(review.kept), 'fact')}" + (f": {kept}{more}" if kept else ""), "dim"))
+        parts.append(
+            (f"it keeps {plural(len(review.kept), 'fact')}" + (f": {kept}{more}" if kept else ""), "dim")
+        )
         self.query_one("#summary-facts", Static).update(Content.assemble(*parts))
 
     @property

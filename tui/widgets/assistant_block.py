@@ -47,9 +47,13 @@ class AssistantBlock(Markdown):
     """While Textual takes a new size that only adds rows: those rows, from the old bottom gutter on."""
 
     def pre_layout(self, layout: Layout) -> None:
-        count_nested_requests(self)  # a fence whose code grew, an item of a list (tui/widgets/stream_layout.py)
+        count_nested_requests(
+            self
+        )  # a fence whose code grew, an item of a list (tui/widgets/stream_layout.py)
 
-    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
         old = self._size
         bottom = self.styles.gutter.bottom  # rows below the content, which move down as it grows
         if old.width == size.width and bottom < old.height < size.height:

@@ -185,7 +185,9 @@ class BreakdownView(Widget):
             largest = self.items.get(name) or []
             first = largest[0] if largest else None
             self._targets[f"cat:{name}"] = (
-                name, first.message if first else None, first.block if first else None
+                name,
+                first.message if first else None,
+                first.block if first else None,
             )
             for rank, item in enumerate(largest):
                 option_id = f"item:{name}:{rank}"
@@ -214,7 +216,9 @@ class BreakdownView(Widget):
         return row
 
     def _item_row(self, item: Item) -> Text:
-        where = f"#{item.message + 1}" + (f".{item.block + 1}" if item.block is not None else "")  # as the tree numbers
+        where = f"#{item.message + 1}" + (
+            f".{item.block + 1}" if item.block is not None else ""
+        )  # as the tree numbers
         row = Text("    ")
         row.append(f"{where:<9}", Style(dim=True))
         row.append(f"{count(item.chars):>9}  ")

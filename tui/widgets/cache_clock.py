@@ -30,7 +30,9 @@ def cache_clock_line(sample: ContextSample | None, now: float) -> str:
         return ""
     left = sample.cache_expires_at - now
     ttl = f" ({sample.cache_ttl} TTL)" if sample.cache_ttl else ""
-    state = f"cache warm: cold in {clock_text(left)}{ttl}" if left > 0 else f"cache cold for {clock_text(-left)}"
+    state = (
+        f"cache warm: cold in {clock_text(left)}{ttl}" if left > 0 else f"cache cold for {clock_text(-left)}"
+    )
     if sample.hit_rate is not None:
         state += f" · hit rate {sample.hit_rate:.0%}"
     return state

@@ -48,9 +48,13 @@ _STYLES = {
     "shortened": Style(color="gold1", italic=True),
     "link": Style(underline=True),
 }
-_SIGNS = {"added": ("+", Style(color="green3", bold=True)), "removed": ("−", Style(color="red1", bold=True)),
-          "changed": ("~", Style(color="gold1", bold=True)), "request": ("⚙", Style(color="cyan", bold=True)),
-          "marks": ("·", Style(dim=True))}
+_SIGNS = {
+    "added": ("+", Style(color="green3", bold=True)),
+    "removed": ("−", Style(color="red1", bold=True)),
+    "changed": ("~", Style(color="gold1", bold=True)),
+    "request": ("⚙", Style(color="cyan", bold=True)),
+    "marks": ("·", Style(dim=True)),
+}
 ROW_LIMIT = 2_000  # rows shown at most (a first call of a long history lists every message as added)
 
 
@@ -67,8 +71,15 @@ class DiffRow:
 def diff_rows(diff: RequestDiff) -> list[DiffRow]:
     """The rows of a diff: the request's own changes (model, system prompt, tools), the messages removed
     (in the base's order), then those changed and added in the later call's order, then moved cache marks."""
-    rows = [DiffRow("request", part=part) for part, changed in
-            (("model", diff.model_changed), ("system", diff.system_changed), ("tools", diff.tools_changed)) if changed]
+    rows = [
+        DiffRow("request", part=part)
+        for part, changed in (
+            ("model", diff.model_changed),
+            ("system", diff.system_changed),
+            ("tools", diff.tools_changed),
+        )
+        if changed
+    ]
     rows.extend(DiffRow("removed", base=base) for base in diff.removed)
     later = [DiffRow("changed", base, index) for base, index in diff.changed]
     later.extend(DiffRow("added", later=index) for index in diff.added)
@@ -214,7 +225,10 @@ class CallDiffView(Vertical, can_focus=False):
     def pair(self) -> tuple[ProxyCall | None, ProxyCall | None]:
         """(base call, later call) as shown now."""
         later, base = self.later_index, self.base_index
-        return (self.calls[base] if base is not None else None, self.calls[later] if later is not None else None)
+        return (
+            self.calls[base] if base is not None else None,
+            self.calls[later] if later is not None else None,
+        )
 
     def _paint_head(self, aligning: bool = False) -> None:
         if not self.is_mounted:
@@ -235,10 +249,14 @@ class CallDiffView(Vertical, can_focus=False):
                 head.append(" · aligning…", Style(italic=True, dim=True))
             elif self.diff is not None and not self.diff.first:
                 head.append(f"\n{visible(self.diff.describe())}")
-            head.append(f"\n←/→ another call ({len(self.calls)} in all) · [/] another base · enter opens a row",
-                        Style(dim=True))
+            head.append(
+                f"\n←/→ another call ({len(self.calls)} in all) · [/] another base · enter opens a row",
+                Style(dim=True),
+            )
         self.query_one("#diff-head", Static).update(head)
-        self.border_title = f"Diff · call {later.turn if later else '-'} vs {earlier.turn if earlier else '-'}"
+        self.border_title = (
+            f"Diff · call {later.turn if later else '-'} vs {earlier.turn if earlier else '-'}"
+        )
 
     def _paint_rows(self) -> None:
         rows = self.query_one("#diff-rows", OptionList)
@@ -247,10 +265,14 @@ class CallDiffView(Vertical, can_focus=False):
         if later is None:
             return
         if not self.rows and self.diff is not None:
-            rows.add_option(Option(Text("the same request again: nothing changed", Style(dim=True)), disabled=True))
+            rows.add_option(
+                Option(Text("the same request again: nothing changed", Style(dim=True)), disabled=True)
+            )
             return
-        rows.add_options(Option(self._row_text(row, earlier, later), id=str(number))
-                         for number, row in enumerate(self.rows))
+        rows.add_options(
+            Option(self._row_text(row, earlier, later), id=str(number))
+            for number, row in enumerate(self.rows)
+        )
 
     def _row_text(self, row: DiffRow, earlier: ProxyCall | None, later: ProxyCall) -> Text:
         sign, style = _SIGNS[row.kind]
@@ -259,15 +281,20 @@ class CallDiffView(Vertical, can_focus=False):
             text.append_text(_request_change(row.part, earlier, later))
             return text
         if row.kind == "marks":
-            text.append(f"cache marks moved ({plural(len(self.diff.remarked) if self.diff else 0, 'message')}), "
-                        "content the same", Style(dim=True))
+            text.append(
+                f"cache marks moved ({plural(len(self.diff.remarked) if self.diff else 0, 'message')}), "
+                "content the same",
+                Style(dim=True),
+            )
             return text
         if row.kind == "removed" and earlier is not None and row.base is not None:
             message = earlier.messages[row.base]
             where = f"was #{row.base + 1} "
         elif row.later is not None:
             message = later.messages[row.later]
-            where = f"#{row.later + 1} " if row.kind == "added" else f"#{(row.base or 0) + 1}→#{row.later + 1} "
+            where = (
+                f"#{row.later + 1} " if row.kind == "added" else f"#{(row.base or 0) + 1}→#{row.later + 1} "
+            )
         else:
             return text
         text.append(where, Style(dim=True))
@@ -300,7 +327,9 @@ def _json(value: Any) -> str:
 
 
 def _unified(before: Any, after: Any, names: tuple[str, str]) -> str:
-    lines = difflib.unified_diff(_json(before).splitlines(), _json(after).splitlines(), *names, lineterm="", n=3)
+    lines = difflib.unified_diff(
+        _json(before).splitlines(), _json(after).splitlines(), *names, lineterm="", n=3
+    )
     return "\n".join(lines) or "(the same, cache marks aside)"
 
 
@@ -310,12 +339,19 @@ def row_text(row: DiffRow, earlier: ProxyCall | None, later: ProxyCall) -> tuple
     names = (base_name, f"call {later.turn}")
     if row.kind == "request" and earlier is not None:
         part = row.part
-        before, after = ((earlier.model, later.model) if part == "model" else (earlier.system, later.system)
-                         if part == "system" else (earlier.tools, later.tools))
+        before, after = (
+            (earlier.model, later.model)
+            if part == "model"
+            else (earlier.system, later.system)
+            if part == "system"
+            else (earlier.tools, later.tools)
+        )
         return f"{part} · {names[0]} → {names[1]}", _unified(before, after, names)
     if row.kind == "changed" and earlier is not None and row.base is not None and row.later is not None:
-        return (f"#{row.base + 1} → #{row.later + 1} changed · {names[0]} → {names[1]}",
-                _unified(earlier.messages[row.base], later.messages[row.later], names))
+        return (
+            f"#{row.base + 1} → #{row.later + 1} changed · {names[0]} → {names[1]}",
+            _unified(earlier.messages[row.base], later.messages[row.later], names),
+        )
     if row.kind == "removed" and earlier is not None and row.base is not None:
         return f"#{row.base + 1} removed · in {names[0]}", _json(earlier.messages[row.base])
     if row.later is not None:
@@ -329,9 +365,13 @@ def _request_change(part: str, earlier: ProxyCall | None, later: ProxyCall) -> T
     if part == "model":
         return Text(f"model {visible(str(earlier.model))} → {visible(str(later.model))}")
     if part == "tools":
-        return Text(f"tools changed ({len(earlier.tools or [])} → {len(later.tools or [])} tools, "
-                    f"{count(len(_json(earlier.tools)))} → {count(len(_json(later.tools)))} chars)")
-    return Text(f"system prompt changed ({count(len(_json(earlier.system)))} → {count(len(_json(later.system)))} chars)")
+        return Text(
+            f"tools changed ({len(earlier.tools or [])} → {len(later.tools or [])} tools, "
+            f"{count(len(_json(earlier.tools)))} → {count(len(_json(later.tools)))} chars)"
+        )
+    return Text(
+        f"system prompt changed ({count(len(_json(earlier.system)))} → {count(len(_json(later.system)))} chars)"
+    )
 
 
 __all__ = ["CallDiffView", "DiffRow", "diff_rows", "row_text"]

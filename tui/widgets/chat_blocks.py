@@ -33,6 +33,7 @@ def __getattr__(name: str) -> Any:
         return AssistantBlock
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 STEP_ICONS = {
     "tool_result_budget": "⇲",
     "snip_compact": "✂",
@@ -72,7 +73,8 @@ class UserBlock(Static):
             return Content(visible(text))
         rest = len(text) - len(head)
         return Content.assemble(
-            visible(head), (f"\n… {plural(rest, 'more char')} ({plural(len(lines), 'line')} in all)", "dim italic")
+            visible(head),
+            (f"\n… {plural(rest, 'more char')} ({plural(len(lines), 'line')} in all)", "dim italic"),
         )
 
 
@@ -89,7 +91,9 @@ class NoticeLine(Static):
     """
 
     def __init__(self, text: str, *, icon: str = "ℹ", warning: bool = False) -> None:
-        super().__init__(Content.assemble((f"{icon} ", "bold"), visible(text)), classes="-warning" if warning else "")
+        super().__init__(
+            Content.assemble((f"{icon} ", "bold"), visible(text)), classes="-warning" if warning else ""
+        )
         self.text = text
 
 

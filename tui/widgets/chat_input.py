@@ -89,7 +89,11 @@ class ChatInput(TextArea):
             event.stop()
             event.prevent_default()
             return
-        if event.key == "down" and self.cursor_location[0] == self.document.line_count - 1 and self._recall_step(1):
+        if (
+            event.key == "down"
+            and self.cursor_location[0] == self.document.line_count - 1
+            and self._recall_step(1)
+        ):
             event.stop()
             event.prevent_default()
             return

@@ -232,8 +232,14 @@ class ChatPane(Vertical):
             block.add_output(text)
 
     async def finish_tool(
-        self, tool_use_id: str, name: str, tool_input: dict[str, Any], output: str, chars: int,
-        seconds: float, is_error: bool,
+        self,
+        tool_use_id: str,
+        name: str,
+        tool_input: dict[str, Any],
+        output: str,
+        chars: int,
+        seconds: float,
+        is_error: bool,
     ) -> None:
         block = self.tools.get(tool_use_id)
         if block is None:
@@ -316,17 +322,21 @@ class ChatPane(Vertical):
         the user's own messages."""
         specs = replay_specs(messages)
         self.input.prompt_history[:0] = [
-            message["content"] for message in messages
-            if message.get("role") == "user" and isinstance(message.get("content"), str)
+            message["content"]
+            for message in messages
+            if message.get("role") == "user"
+            and isinstance(message.get("content"), str)
             and parse_marker(message["content"]) is None
         ]
-        shown = specs[-self.replay_blocks:]
+        shown = specs[-self.replay_blocks :]
         blocks: list[Widget] = []
         if len(shown) < len(specs):
-            blocks.append(NoticeLine(
-                f"{plural(len(specs) - len(shown), 'earlier block')} not shown (the inspector holds the whole history)",
-                icon="…",
-            ))
+            blocks.append(
+                NoticeLine(
+                    f"{plural(len(specs) - len(shown), 'earlier block')} not shown (the inspector holds the whole history)",
+                    icon="…",
+                )
+            )
         blocks.extend(spec.widget() for spec in shown)
         if notice is not None:
             blocks.append(NoticeLine(notice))
@@ -348,4 +358,3 @@ class ChatPane(Vertical):
             self.transcript.scroll_page_up()
         else:
             self.transcript.scroll_page_down()
-

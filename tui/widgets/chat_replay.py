@@ -22,7 +22,9 @@ from tui.widgets.tool_block import ToolBlock
 class ReplaySpec:
     """One block of a replayed history, built into a widget only if it is among the newest."""
 
-    def __init__(self, kind: str, text: str = "", tool: tuple[str, str, dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self, kind: str, text: str = "", tool: tuple[str, str, dict[str, Any]] | None = None
+    ) -> None:
         self.kind = kind
         self.text = text
         self.tool = tool
@@ -65,8 +67,14 @@ def replay_specs(messages: list[dict[str, Any]]) -> list[ReplaySpec]:
         if isinstance(content, str):
             marker = parse_marker(content)
             if marker is not None and marker.kind in _MARKER_NOTICES:
-                specs.append(ReplaySpec("marker", _MARKER_NOTICES[marker.kind].format(
-                    count=plural(marker.count or 0, "message"), path=marker.path)))
+                specs.append(
+                    ReplaySpec(
+                        "marker",
+                        _MARKER_NOTICES[marker.kind].format(
+                            count=plural(marker.count or 0, "message"), path=marker.path
+                        ),
+                    )
+                )
             elif content.strip():
                 specs.append(ReplaySpec("user" if role == "user" else "assistant", content))
             continue
@@ -90,8 +98,14 @@ def replay_specs(messages: list[dict[str, Any]]) -> list[ReplaySpec]:
                     specs.append(ReplaySpec("assistant", "\n\n".join(texts)))
                     texts = []
                 tool_input = block.get("input")
-                spec = ReplaySpec("tool", tool=(str(block.get("id", "")), str(block.get("name", "?")),
-                                           tool_input if isinstance(tool_input, dict) else {}))
+                spec = ReplaySpec(
+                    "tool",
+                    tool=(
+                        str(block.get("id", "")),
+                        str(block.get("name", "?")),
+                        tool_input if isinstance(tool_input, dict) else {},
+                    ),
+                )
                 calls[str(block.get("id", ""))] = spec
                 specs.append(spec)
             elif kind == "tool_result":

@@ -65,7 +65,7 @@ class CompactionLog(OptionList):
         """A model call ended: the steps before it (the last `len(sample.steps)` without a call yet)
         get its token figure."""
         waiting = [index for index, after in enumerate(self.after) if after is None]
-        for index in waiting[-len(sample.steps):] if sample.steps else []:
+        for index in waiting[-len(sample.steps) :] if sample.steps else []:
             self.after[index] = sample
             self.replace_option_prompt(str(index), self._entry(index))
 

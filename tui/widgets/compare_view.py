@@ -57,8 +57,13 @@ def cheapest(engines: Sequence[dict[str, Any]]) -> list[str]:
 
 def table_content(data: dict[str, Any]) -> Content:
     """The table of `compare_text`, as Content: the same cells, the cheapest cost highlighted."""
-    costs = dict(zip([row["engine"] for row in data["engines"]],
-                     cost_texts([row["cost"] for row in data["engines"]]), strict=True))
+    costs = dict(
+        zip(
+            [row["engine"] for row in data["engines"]],
+            cost_texts([row["cost"] for row in data["engines"]]),
+            strict=True,
+        )
+    )
     width = max([COST_WIDTH, *(len(text) for text in costs.values())])  # wider when more decimals need it
     names = header_cells()
     names[COST] = f"{'cost':>{width}}"
@@ -82,7 +87,12 @@ def table_content(data: dict[str, Any]) -> Content:
                 parts.append(cell)
         parts.append("\n")
     if best:
-        parts += [("cheapest: ", _DIM), (visible(", ".join(best)), "bold"), (f" (${costs[best[0]]})", _DIM), "\n"]
+        parts += [
+            ("cheapest: ", _DIM),
+            (visible(", ".join(best)), "bold"),
+            (f" (${costs[best[0]]})", _DIM),
+            "\n",
+        ]
     else:
         parts += [(f"no price known for {visible(str(data.get('priced_as')))}: no cost", _DIM), "\n"]
     parts += [(visible("\n".join(NOTES)), _DIM)]
@@ -117,10 +127,15 @@ class EngineTimeline(Widget):
         sizes: list[int] = record["sizes"]
         cuts = set(record["cuts"])
         shown, cells = self.shown(width)
-        label = Content.assemble((visible(record["engine"]), "bold"),
-                                 (f" · {plural(record['calls'], 'call')} · peak {short_count(record['peak_tokens'])}"
-                                  f" · mean {short_count(record['mean_tokens'])} · ", _DIM),
-                                 self._cut_text(record["cuts"]))
+        label = Content.assemble(
+            (visible(record["engine"]), "bold"),
+            (
+                f" · {plural(record['calls'], 'call')} · peak {short_count(record['peak_tokens'])}"
+                f" · mean {short_count(record['mean_tokens'])} · ",
+                _DIM,
+            ),
+            self._cut_text(record["cuts"]),
+        )
         if shown.start:
             label = label.append(Content.styled(f" · calls {shown.start + 1}-{len(sizes)} shown", _DIM))
         lines = [label.truncate(width, ellipsis=True)]
@@ -150,8 +165,9 @@ class EngineTimeline(Widget):
         if not cuts:
             return Content.styled("no cut", _DIM)
         listed = ", ".join(str(call) for call in cuts)
-        return Content.assemble((f"{CUT} ", _BAR_CUT),
-                                (f"cut before call{'s' if len(cuts) > 1 else ''} {listed}", _DIM))
+        return Content.assemble(
+            (f"{CUT} ", _BAR_CUT), (f"cut before call{'s' if len(cuts) > 1 else ''} {listed}", _DIM)
+        )
 
 
 class CompareView(Vertical):
@@ -168,8 +184,9 @@ class CompareView(Vertical):
         self.data: dict[str, Any] | None = None
 
     def compose(self) -> Any:
-        yield Static(Content.styled("comparing… (replaying the session under every engine)", _DIM),
-                     id="compare-table")
+        yield Static(
+            Content.styled("comparing… (replaying the session under every engine)", _DIM), id="compare-table"
+        )
         yield VerticalScroll(id="compare-timelines")
 
     async def show(self, data: dict[str, Any]) -> None:
@@ -196,4 +213,5 @@ class CompareView(Vertical):
     def failed(self, message: str) -> None:
         """The comparison could not be made: one line saying why."""
         self.query_one("#compare-table", Static).update(
-            Content.styled(f"compare failed: {visible(one_line(message, 200))}", "$text-error"))
+            Content.styled(f"compare failed: {visible(one_line(message, 200))}", "$text-error")
+        )

@@ -128,8 +128,12 @@ class GaugeState:
         """The one-line form: '42,318/50k ch 85% · 12.3k/200k tok est · cache r9.0k w0.1k · $0.04'."""
         parts = [f"{count(self.chars)}/{_round(self.limit)} ch {self.percent}"]
         if self.count is not None:
-            window = f"/{_round(self.window.tokens)}" if self.window is not None and self.window.tokens else ""
-            parts.append(f"{short_count(self.count.tokens)}{window} tok {'exact' if self.count.exact else 'est'}")
+            window = (
+                f"/{_round(self.window.tokens)}" if self.window is not None and self.window.tokens else ""
+            )
+            parts.append(
+                f"{short_count(self.count.tokens)}{window} tok {'exact' if self.count.exact else 'est'}"
+            )
         sample = self.sample
         if not self.offline and sample is not None and sample.cache_read_tokens is not None:
             parts.append(
@@ -329,7 +333,9 @@ class ContextGauge(Widget):
     def figure(self) -> str:
         return self.state.figure
 
-    def configure(self, limit: int, target_ratio: float, *, offline: bool = False, watched: bool = False) -> None:
+    def configure(
+        self, limit: int, target_ratio: float, *, offline: bool = False, watched: bool = False
+    ) -> None:
         """The limit and micro target; `offline`: there is no API, so no API figures are shown; `watched`:
         the request is another client's (the proxy's), not the next call of ctxtui's agent."""
         self.state.limit = limit
@@ -372,7 +378,9 @@ class ContextGauge(Widget):
         self.state.totals[event.step] = self.state.totals.get(event.step, 0) + 1
         self._changed()
 
-    def steering(self, *, paused: bool | None = None, preview: str | None = None, warning: bool | None = None) -> None:
+    def steering(
+        self, *, paused: bool | None = None, preview: str | None = None, warning: bool | None = None
+    ) -> None:
         """The steering figures: the paused badge and the "next call: ..." line (and whether it warns)."""
         for gauge in (self, self.mirror):
             if gauge is None:
@@ -422,7 +430,10 @@ class ContextGauge(Widget):
     def reset(self) -> None:
         state = self.state
         self.state = GaugeState(
-            limit=state.limit, target_ratio=state.target_ratio, offline=state.offline, window=state.window,
+            limit=state.limit,
+            target_ratio=state.target_ratio,
+            offline=state.offline,
+            window=state.window,
             watched=state.watched,
         )
         self._changed()

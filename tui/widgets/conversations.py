@@ -53,7 +53,10 @@ class ConversationCalls:
         return call_sample(call, self.previous(call))
 
     def samples(self) -> list[ContextSample]:
-        return [call_sample(call, self.calls[index - 1] if index else None) for index, call in enumerate(self.calls)]
+        return [
+            call_sample(call, self.calls[index - 1] if index else None)
+            for index, call in enumerate(self.calls)
+        ]
 
     @property
     def cost(self) -> float | None:
@@ -87,7 +90,9 @@ class ConversationList(OptionList):
         """A new call: added to its conversation (a new row for a new conversation)."""
         conversation = self.conversations.get(call.conversation)
         if conversation is None:
-            conversation = ConversationCalls(call.conversation, _first_text(call), call.user_agent or "unknown client")
+            conversation = ConversationCalls(
+                call.conversation, _first_text(call), call.user_agent or "unknown client"
+            )
             self.conversations[call.conversation] = conversation
             conversation.calls.append(call)
             self.add_option(Option(self._row(conversation), id=str(call.conversation)))
@@ -155,8 +160,11 @@ def _first_text(call: ProxyCall) -> str:
             if isinstance(content, str):
                 return visible(content)
             if isinstance(content, list):
-                texts = [str(block.get("text", "")) for block in content
-                         if isinstance(block, dict) and block.get("type") == "text"]
+                texts = [
+                    str(block.get("text", ""))
+                    for block in content
+                    if isinstance(block, dict) and block.get("type") == "text"
+                ]
                 return visible(" ".join(texts)) if texts else "(no text)"
     return "(no user message)"
 

@@ -33,7 +33,11 @@ KIND_ICONS = {"tool_result": "↩", "messages": "✂", "thinking": "✻"}
 def entry_tokens(entries: Sequence[LedgerEntry]) -> str:
     """' (3.1k tok)' when every entry was counted, else ''."""
     tokens = [entry.tokens for entry in entries]
-    return f" ({short_count(sum(t for t in tokens if t is not None))} tok)" if tokens and None not in tokens else ""
+    return (
+        f" ({short_count(sum(t for t in tokens if t is not None))} tok)"
+        if tokens and None not in tokens
+        else ""
+    )
 
 
 class DroppedView(OptionList):
@@ -52,8 +56,13 @@ class DroppedView(OptionList):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f7", "restore_entry", "Restore", id="dropped.restore",
-                tooltip="Put the selected archived tool result back in context, byte-exact"),
+        Binding(
+            "f7",
+            "restore_entry",
+            "Restore",
+            id="dropped.restore",
+            tooltip="Put the selected archived tool result back in context, byte-exact",
+        ),
     ]
 
     @dataclass
@@ -99,8 +108,10 @@ class DroppedView(OptionList):
         highlighted = self.highlighted_option.id if self.highlighted_option is not None else None
         self.clear_options()
         out = [entry for entry in self.entries if entry.returned is None]
-        self.border_title = (f"Dropped · {plural(len(out), 'item')} out of context, "
-                             f"{count(sum(entry.chars for entry in out))} chars{entry_tokens(out)}")
+        self.border_title = (
+            f"Dropped · {plural(len(out), 'item')} out of context, "
+            f"{count(sum(entry.chars for entry in out))} chars{entry_tokens(out)}"
+        )
         if not self.entries:
             self.add_option(Option(Content("nothing was taken out of the context yet"), disabled=True))
             return
@@ -110,7 +121,8 @@ class DroppedView(OptionList):
             steps = " + ".join(dict.fromkeys(visible(entry.step) for entry in entries))
             gone = [entry for entry in entries if entry.returned is None]
             head = Content.assemble(
-                (f"{steps}", "bold"), (f" · before call {entries[0].call}", "dim"),
+                (f"{steps}", "bold"),
+                (f" · before call {entries[0].call}", "dim"),
                 f" · {plural(len(entries), 'item')}, {count(sum(entry.chars for entry in entries))} chars"
                 f"{entry_tokens(entries)}",
                 (f" · {len(entries) - len(gone)} back" if len(gone) < len(entries) else "", "$text-success"),
@@ -131,8 +143,10 @@ class DroppedView(OptionList):
             state = (" · archived", "dim")
         tokens = f" ({short_count(entry.tokens)} tok)" if entry.tokens is not None else ""
         return Content.assemble(
-            f"  {KIND_ICONS.get(entry.kind, '·')} ", visible(one_line(entry.label, 70)),
-            (f" · {count(entry.chars)} chars{tokens}", "dim"), state,
+            f"  {KIND_ICONS.get(entry.kind, '·')} ",
+            visible(one_line(entry.label, 70)),
+            (f" · {count(entry.chars)} chars{tokens}", "dim"),
+            state,
         )
 
     def selected_entry(self) -> LedgerEntry | None:
@@ -160,8 +174,11 @@ class DroppedView(OptionList):
         elif entry.returned is not None:
             self.app.notify("it is back in the context already", markup=False)
         elif not entry.restorable or entry.path is None:
-            why = ("a run of messages comes back only by undoing its compaction (f3) while it is the newest"
-                   if entry.kind == "messages" else "too large to restore, or not restorable")
+            why = (
+                "a run of messages comes back only by undoing its compaction (f3) while it is the newest"
+                if entry.kind == "messages"
+                else "too large to restore, or not restorable"
+            )
             self.app.notify(f"cannot restore this one: {why}", severity="warning", markup=False)
         else:
             self.post_message(self.Restore(entry))

@@ -50,8 +50,13 @@ class FactsView(OptionList):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f6", "keep_fact", "Keep", id="facts.keep",
-                tooltip="Keep the selected constraint: visible in the next request and through every later step"),
+        Binding(
+            "f6",
+            "keep_fact",
+            "Keep",
+            id="facts.keep",
+            tooltip="Keep the selected constraint: visible in the next request and through every later step",
+        ),
     ]
 
     @dataclass
@@ -96,16 +101,29 @@ class FactsView(OptionList):
         self.clear_options()
         hidden = self.hidden()
         constraints = sum(1 for fact in hidden if fact.kind == "constraint")
-        self.border_title = f"Facts · {len(hidden)} not visible" + (f" ({plural(constraints, 'constraint')})"
-                                                                      if constraints else "")
+        self.border_title = f"Facts · {len(hidden)} not visible" + (
+            f" ({plural(constraints, 'constraint')})" if constraints else ""
+        )
         self._shown = hidden
         options = [Option(self._row(fact), id=f"fact:{index}") for index, fact in enumerate(hidden)]
         visible_now = [fact for fact in self.facts.values() if fact.visible]
-        counts = ", ".join(plural(sum(1 for fact in visible_now if fact.kind == kind), kind) for kind in FACT_KINDS)
+        counts = ", ".join(
+            plural(sum(1 for fact in visible_now if fact.kind == kind), kind) for kind in FACT_KINDS
+        )
         summary = "the model sees every fact of the conversation" if not hidden else "still visible"
-        options.append(Option(Content.styled(f"{summary}: {counts}" if self.facts else "no facts yet: "
-                                             "constraints you type (must, never, always, only, avoid, don't), "
-                                             "files the tools read or write, error lines", "dim"), disabled=True))
+        options.append(
+            Option(
+                Content.styled(
+                    f"{summary}: {counts}"
+                    if self.facts
+                    else "no facts yet: "
+                    "constraints you type (must, never, always, only, avoid, don't), "
+                    "files the tools read or write, error lines",
+                    "dim",
+                ),
+                disabled=True,
+            )
+        )
         self.add_options(options)
         if highlighted is not None and hidden:
             self.highlighted = min(highlighted, len(hidden) - 1)
@@ -114,8 +132,13 @@ class FactsView(OptionList):
         style = "$text-warning bold" if fact.kind == "constraint" else "$text-warning"
         where = f" · in {visible(fact.path)}" if fact.path else " · on disk nowhere"
         keep = " · f6 keeps it" if fact.kind == "constraint" else ""
-        return Content.assemble(("⚠ " if fact.kind == "constraint" else "· ", style), (f"{fact.kind}: ", "dim"),
-                                (visible(one_line(fact.text, 120)), style), (where, "dim"), (keep, "$text-accent"))
+        return Content.assemble(
+            ("⚠ " if fact.kind == "constraint" else "· ", style),
+            (f"{fact.kind}: ", "dim"),
+            (visible(one_line(fact.text, 120)), style),
+            (where, "dim"),
+            (keep, "$text-accent"),
+        )
 
     def selected_fact(self) -> Fact | None:
         option = self.highlighted_option
@@ -136,7 +159,10 @@ class FactsView(OptionList):
         if fact is None:
             self.app.notify("Select a fact the model cannot see first (↑/↓)", severity="warning")
         elif fact.kind != "constraint":
-            self.app.notify("only your constraints are kept this way; ask the model to read the file again",
-                            severity="warning", markup=False)
+            self.app.notify(
+                "only your constraints are kept this way; ask the model to read the file again",
+                severity="warning",
+                markup=False,
+            )
         else:
             self.post_message(self.Keep(fact))

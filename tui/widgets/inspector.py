@@ -109,8 +109,14 @@ class Inspector(Vertical):
             super().__init__()
             self.steps = steps
 
-    def __init__(self, start: InspectorStart, source: ContextSource | None, *, id: str | None = None,
-                 extra_views: Sequence[Widget] = ()) -> None:
+    def __init__(
+        self,
+        start: InspectorStart,
+        source: ContextSource | None,
+        *,
+        id: str | None = None,
+        extra_views: Sequence[Widget] = (),
+    ) -> None:
         super().__init__(id=id)
         self.start = start
         self.source = source
@@ -155,8 +161,10 @@ class Inspector(Vertical):
         if self._views_mounted is not None:
             return
         start = self.start
-        views: list[Widget] = [BreakdownView(id="breakdown"),
-                               TimelineView(limit=None if start.watched else start.limit, id="timeline")]
+        views: list[Widget] = [
+            BreakdownView(id="breakdown"),
+            TimelineView(limit=None if start.watched else start.limit, id="timeline"),
+        ]
         if not start.watched:
             views += [DroppedView(start.ledger, id="dropped"), FactsView(start.facts, id="facts")]
         for view in views:
@@ -273,14 +281,22 @@ class Inspector(Vertical):
         self.gauge.flush()
         self.refresh_forecast()
 
-    def replace_history(self, messages: Sequence[Message_], chars: int, samples: Sequence[ContextSample] = ()) -> None:
+    def replace_history(
+        self, messages: Sequence[Message_], chars: int, samples: Sequence[ContextSample] = ()
+    ) -> None:
         """Show another history altogether, with its calls (the proxy view switching conversations)."""
         self.session_started()
         self.timeline_view.set_samples(samples)
         if samples:
             self.gauge.sampled(samples[-1], session_cost(samples))
-        self.history_changed(HistoryChanged(length=len(messages), chars=chars,
-                                            changes=(Splice(0, len(self.tracker), tuple(messages)),), reason="replace"))
+        self.history_changed(
+            HistoryChanged(
+                length=len(messages),
+                chars=chars,
+                changes=(Splice(0, len(self.tracker), tuple(messages)),),
+                reason="replace",
+            )
+        )
 
     def set_request_extra(self, extra: dict[str, int]) -> None:
         """What the request carries beside the history now (the proxy's system prompt and tools per call)."""
@@ -335,10 +351,13 @@ class Inspector(Vertical):
             line = f"{line} · {preview.server}" if line else f"next call: {preview.server}"
         if preview.at_risk:  # before a summary: what only the summary could keep
             constraints = [fact for fact in preview.at_risk if fact.kind == "constraint"]
-            line += (f" · ⚠ {plural(len(preview.at_risk), 'fact')} ({plural(len(constraints), 'constraint')}) "
-                     "only the summary could keep")
-        self.gauge.steering(paused=preview.paused, preview=line,
-                            warning=any(step.step == LOSSY for step in steps))
+            line += (
+                f" · ⚠ {plural(len(preview.at_risk), 'fact')} ({plural(len(constraints), 'constraint')}) "
+                "only the summary could keep"
+            )
+        self.gauge.steering(
+            paused=preview.paused, preview=line, warning=any(step.step == LOSSY for step in steps)
+        )
         self.message_tree.set_marks(preview.pinned, preview.shortened)
         if not self.start.offline:
             self.gauge.held(preview.timing, preview.held)
@@ -360,7 +379,11 @@ class Inspector(Vertical):
         if name == "breakdown":
             self._paint_breakdown()
         if focus and name != "tree":  # after the switch is painted: a hidden widget takes no focus
-            target = self.breakdown_view.query_one("#breakdown-table") if name == "breakdown" else self.query_one(f"#{name}")
+            target = (
+                self.breakdown_view.query_one("#breakdown-table")
+                if name == "breakdown"
+                else self.query_one(f"#{name}")
+            )
             self.call_after_refresh(target.focus)
 
     @property
@@ -372,8 +395,10 @@ class Inspector(Vertical):
     def _paint_breakdown(self) -> None:
         found = self.next_count
         self.breakdown_view.follow(
-            self.tracker, tokens=found.tokens if found is not None else None,
-            exact=found is not None and found.exact, request_extra=self.request_extra,
+            self.tracker,
+            tokens=found.tokens if found is not None else None,
+            exact=found is not None and found.exact,
+            request_extra=self.request_extra,
         )
 
     def select_message(self, index: int, block: int | None) -> None:
@@ -422,9 +447,11 @@ class Inspector(Vertical):
         summary = None
         for message, _ in self.message_tree.entries:
             content = message.get("content")
-            texts = [content] if isinstance(content, str) else [
-                block.get("text") for block in content or [] if isinstance(block, dict)
-            ]
+            texts = (
+                [content]
+                if isinstance(content, str)
+                else [block.get("text") for block in content or [] if isinstance(block, dict)]
+            )
             for text in texts:
                 marker = parse_marker(text)
                 if marker is not None and marker.summary is not None and marker.path == transcript:
@@ -437,5 +464,7 @@ class Inspector(Vertical):
 
 def request_extra(system_prompt: str, tool_schemas: Sequence[Any]) -> dict[str, int]:
     """The characters a request carries beside the history, for the breakdown's request line."""
-    return {"system": len(system_prompt),
-            "tools": len(json.dumps(list(tool_schemas), default=str, ensure_ascii=False))}
+    return {
+        "system": len(system_prompt),
+        "tools": len(json.dumps(list(tool_schemas), default=str, ensure_ascii=False)),
+    }

@@ -37,8 +37,15 @@ def shown(widget: Widget, *, state: bool = True) -> Shown:
     `state=False`, whether it is greyed out aside: a key that only changes that is kept and updated)."""
     if isinstance(widget, FooterKey):
         ignored = {"-compact"} if state else {"-compact", "-disabled"}  # -compact: bound to the footer
-        return (type(widget), widget.key, widget.key_display, widget.description, widget.action,
-                str(widget.tooltip or ""), tuple(sorted(widget.classes - ignored)))
+        return (
+            type(widget),
+            widget.key,
+            widget.key_display,
+            widget.description,
+            widget.action,
+            str(widget.tooltip or ""),
+            tuple(sorted(widget.classes - ignored)),
+        )
     return (type(widget), id(widget))  # anything else (a group, a label) is never taken as unchanged
 
 
@@ -64,13 +71,24 @@ def fitting(widgets: list[Widget], width: int, groups: Sequence[Sequence[str]]) 
     rank = {key: index for index, group in enumerate(groups) for key in group}
     kept = list(keys)
     total = sum(key_width(key) for key in kept)
-    removable = sorted({rank.get(key.key, len(groups)) for key in kept
-                        if key.action not in QUIT_ACTIONS and not key.has_class("-command-palette")}, reverse=True)
+    removable = sorted(
+        {
+            rank.get(key.key, len(groups))
+            for key in kept
+            if key.action not in QUIT_ACTIONS and not key.has_class("-command-palette")
+        },
+        reverse=True,
+    )
     for level in removable:
         if total <= width:
             break
-        going = [key for key in kept if rank.get(key.key, len(groups)) == level
-                 and key.action not in QUIT_ACTIONS and not key.has_class("-command-palette")]
+        going = [
+            key
+            for key in kept
+            if rank.get(key.key, len(groups)) == level
+            and key.action not in QUIT_ACTIONS
+            and not key.has_class("-command-palette")
+        ]
         total -= sum(key_width(key) for key in going)
         kept = [key for key in kept if key not in going]
     return list(kept)
@@ -91,7 +109,9 @@ class KeysFooter(Footer):
         # frame (Textual's footer shows nothing until the first bindings refresh, a moment later).
         self.set_reactive(Footer._bindings_ready, True)
         widgets = list(super().compose())
-        for widget in widgets:  # the class its compact binding would set once mounted: no restyle pass of its own
+        for (
+            widget
+        ) in widgets:  # the class its compact binding would set once mounted: no restyle pass of its own
             if isinstance(widget, FooterKey):
                 widget.set_class(self.compact, "-compact", update=False)
         widgets.sort(key=lambda widget: not (isinstance(widget, FooterKey) and widget.action in QUIT_ACTIONS))
@@ -140,7 +160,9 @@ class KeysFooter(Footer):
         if len(keep) != len(current) or any(not isinstance(widget, FooterKey) for widget in wanted):
             await self.recompose()
             return
-        olds = [keep.get(shown(widget, state=False)) for widget in wanted]  # each wanted key's kept twin, or None
+        olds = [
+            keep.get(shown(widget, state=False)) for widget in wanted
+        ]  # each wanted key's kept twin, or None
         kept = [old for old in olds if old is not None]
         if kept != [widget for widget in current if widget in kept]:  # the order changed: start again
             await self.recompose()

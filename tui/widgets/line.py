@@ -20,7 +20,9 @@ class Line(Widget):
     }
     """
 
-    def __init__(self, content: Content | None = None, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self, content: Content | None = None, *, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self.content = content or Content("")
 

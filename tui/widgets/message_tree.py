@@ -99,7 +99,11 @@ class MessageTree(Tree[NodeInfo]):
         info: NodeInfo
 
     def __init__(
-        self, archive: Archive, messages: Sequence[dict[str, Any]] = (), *, chars: int | None = None,
+        self,
+        archive: Archive,
+        messages: Sequence[dict[str, Any]] = (),
+        *,
+        chars: int | None = None,
         id: str | None = None,
     ) -> None:
         # the line-cache bookkeeping first: Tree.__init__ already invalidates
@@ -268,7 +272,9 @@ class MessageTree(Tree[NodeInfo]):
         finally:
             self._appending = False
 
-    def _update_node(self, node: TreeNode[NodeInfo], index: int, message: dict[str, Any]) -> TreeNode[NodeInfo]:
+    def _update_node(
+        self, node: TreeNode[NodeInfo], index: int, message: dict[str, Any]
+    ) -> TreeNode[NodeInfo]:
         """Show `message` in an existing node: new label and data, block children built again."""
         info = self.labels.message(index, message)
         expanded = node.is_expanded
@@ -373,7 +379,6 @@ class MessageTree(Tree[NodeInfo]):
         else:
             self.post_message(self.OpenBlock(info))
 
-
     # --- steering: the keys, the marks and the selected item ---------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -453,10 +458,18 @@ class MessageTree(Tree[NodeInfo]):
             return None
         if info.block is None:
             content = info.message.get("content")
-            paths = [marker.path for block in content if isinstance(block, dict)
-                     and block.get("type") == "tool_result"
-                     and (marker := parse_marker(block.get("content"))) is not None
-                     and marker.kind in ("placeholder", "persisted")] if isinstance(content, list) else []
+            paths = (
+                [
+                    marker.path
+                    for block in content
+                    if isinstance(block, dict)
+                    and block.get("type") == "tool_result"
+                    and (marker := parse_marker(block.get("content"))) is not None
+                    and marker.kind in ("placeholder", "persisted")
+                ]
+                if isinstance(content, list)
+                else []
+            )
             return paths[0] if len(paths) == 1 else None
         if info.kind in ("placeholder", "persisted") and info.marker is not None and info.trusted:
             return info.marker.path

@@ -78,7 +78,9 @@ class NodeLabels:
         self.pinned: frozenset[str] = frozenset()  # tool_use ids and user: keys shown with 📌
         self._user_pins: frozenset[str] = frozenset()  # the user: keys among them
         self.shortened: frozenset[str] = frozenset()  # tool_use ids the next call would shorten
-        self.cleared: frozenset[str] = frozenset()  # tool_use ids whose results the API cleared (a server engine)
+        self.cleared: frozenset[str] = (
+            frozenset()
+        )  # tool_use ids whose results the API cleared (a server engine)
 
     def set_marks(self, pinned: frozenset[str], shortened: frozenset[str]) -> frozenset[str]:
         """Take the new marks; returns the keys whose labels change."""
@@ -105,8 +107,9 @@ class NodeLabels:
                 info.body = Text.assemble(self.marker(marker), self._size(size))
             elif marker is None and (found := client_marker(text)) is not None:
                 info = NodeInfo("message", index, message, leaf=True, client=found)
-                info.body = Text.assemble((role, self._style(role)), " · ", self.client_marker(found),
-                                          self._size(size))
+                info.body = Text.assemble(
+                    (role, self._style(role)), " · ", self.client_marker(found), self._size(size)
+                )
             else:
                 info = NodeInfo("message", index, message, marker=marker, leaf=True)
                 info.body = Text.assemble(
@@ -121,7 +124,9 @@ class NodeLabels:
         info = NodeInfo("message", index, message)
         kinds: dict[str, int] = {}
         names: list[str] = []
-        clients: dict[str, tuple[ClientMarker, int]] = {}  # another client's markers by kind: one, and how many
+        clients: dict[
+            str, tuple[ClientMarker, int]
+        ] = {}  # another client's markers by kind: one, and how many
         for block in content:
             if not isinstance(block, dict):
                 continue
@@ -211,7 +216,9 @@ class NodeLabels:
             text = info.text if kind != "compaction" else str(block.get("content") or "")
             label = Text.assemble(self.client_marker(found), (f" · {count(len(text))} chars", muted))
             if kind == "compaction" and block.get("content") is None:
-                label.append(" · failed (null content): kept, a no-op for the API", style=self._style("error"))
+                label.append(
+                    " · failed (null content): kept, a no-op for the API", style=self._style("error")
+                )
             if found.summary:
                 label.append(f' · "{display_line(found.summary, 60)}"')
             return label, info
@@ -223,13 +230,17 @@ class NodeLabels:
             return label, info
         if kind == "text":
             text = str(block.get("text", ""))
-            return Text.assemble("text", (f" · {count(len(text))} chars", muted), f' · "{display_line(text, 60)}"'), info
+            return Text.assemble(
+                "text", (f" · {count(len(text))} chars", muted), f' · "{display_line(text, 60)}"'
+            ), info
         if kind == "tool_use":
             tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
             assert isinstance(tool_input, dict)
             name = str(block.get("name"))
             return Text.assemble(
-                "tool_use ", (display_line(name, 40), self._style("tool")), f" · {tool_input_summary(name, tool_input, 60)}"
+                "tool_use ",
+                (display_line(name, 40), self._style("tool")),
+                f" · {tool_input_summary(name, tool_input, 60)}",
             ), info
         if kind == "tool_result":
             label, info = self._result(info, block)
@@ -239,7 +250,9 @@ class NodeLabels:
             if tool_use_id in self.shortened:
                 label.append(" · ✂ next call shortens", style=self._style("shortened"))
             if tool_use_id in self.cleared:
-                label.append(" · cleared by the API (the model no longer sees it)", style=self._style("muted"))
+                label.append(
+                    " · cleared by the API (the model no longer sees it)", style=self._style("muted")
+                )
             return label, info
         return Text(f"{display_line(kind, 40)} block"), info
 
@@ -266,11 +279,24 @@ class NodeLabels:
         return bool(self._user_pins) and user_pin_key(message) in self._user_pins
 
 
-CLIENT_STYLES = {"compaction_summary": "summary", "server_compaction": "summary",
-                 "cleared_tool_result": "placeholder", "interrupted": "muted"}
-CLIENT_GLYPHS = {"compaction_summary": "Σ", "server_compaction": "Σ", "cleared_tool_result": "⌫", "interrupted": "⏹"}
-CLIENT_SHORT = {"compaction_summary": "compaction summary", "server_compaction": "server compaction",
-                "cleared_tool_result": "cleared result", "interrupted": "interrupted"}
+CLIENT_STYLES = {
+    "compaction_summary": "summary",
+    "server_compaction": "summary",
+    "cleared_tool_result": "placeholder",
+    "interrupted": "muted",
+}
+CLIENT_GLYPHS = {
+    "compaction_summary": "Σ",
+    "server_compaction": "Σ",
+    "cleared_tool_result": "⌫",
+    "interrupted": "⏹",
+}
+CLIENT_SHORT = {
+    "compaction_summary": "compaction summary",
+    "server_compaction": "server compaction",
+    "cleared_tool_result": "cleared result",
+    "interrupted": "interrupted",
+}
 
 
 def has_blocks(message: dict[str, Any]) -> bool:

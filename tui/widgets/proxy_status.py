@@ -67,8 +67,10 @@ class ProxyStatus(Widget):
         text.append("ctxtui proxy ", Style(bold=True))
         text.append(visible(about.url), Style(bold=True, color="spring_green2"))
         text.append(f" → {visible(about.upstream)}")
-        text.append(" · recording to " + visible(about.recording) if about.recording else " · not recording",
-                    Style(dim=True))
+        text.append(
+            " · recording to " + visible(about.recording) if about.recording else " · not recording",
+            Style(dim=True),
+        )
         text.append(f" · {plural(self.calls, 'call')}")
         if self.pending:
             text.append(f" · {len(self.pending)} in flight", Style(color="gold1"))

@@ -90,7 +90,9 @@ class TextView(ScrollView, can_focus=True):
     def update_size(self) -> None:
         """The source knows more lines (or its widest line grew): resize the scrollable area."""
         self._shown.clear()
-        self.virtual_size = Size(self._gutter_width() + min(self.source.widest, 20_000), self.source.line_count)
+        self.virtual_size = Size(
+            self._gutter_width() + min(self.source.widest, 20_000), self.source.line_count
+        )
         self.refresh()
 
     def show(self, found: Found | None) -> None:
@@ -99,7 +101,11 @@ class TextView(ScrollView, can_focus=True):
         if found is not None:
             column = len(self._display_prefix(found.line, found.column))
             width = max(self.size.width - self._gutter_width(), 1)
-            x = self.scroll_x if self.scroll_x <= column < self.scroll_x + width - 1 else max(column - width // 3, 0)
+            x = (
+                self.scroll_x
+                if self.scroll_x <= column < self.scroll_x + width - 1
+                else max(column - width // 3, 0)
+            )
             self.scroll_to(x=x, y=max(found.line - self.size.height // 2, 0), animate=False, force=True)
         self.refresh()
 

@@ -20,8 +20,11 @@ from tui.format import plural
 
 def thinking_blocks(content: Iterable[Any]) -> list[dict[str, Any]]:
     """The thinking and redacted-thinking blocks of a message's content, in order."""
-    return [block for block in content
-            if isinstance(block, dict) and block.get("type") in ("thinking", "redacted_thinking")]
+    return [
+        block
+        for block in content
+        if isinstance(block, dict) and block.get("type") in ("thinking", "redacted_thinking")
+    ]
 
 
 class ThinkingBlock(Collapsible):
@@ -43,8 +46,11 @@ class ThinkingBlock(Collapsible):
         redacted = block.get("type") == "redacted_thinking"
         text = "" if redacted else str(block.get("thinking", ""))
         self.text = text
-        title = "thinking · redacted by the API (kept encrypted, sent back as it came)" if redacted else \
-            f"thinking · {plural(len(text), 'char')}"
+        title = (
+            "thinking · redacted by the API (kept encrypted, sent back as it came)"
+            if redacted
+            else f"thinking · {plural(len(text), 'char')}"
+        )
         body = Static(Content(visible(text)) if text else Content("(no readable text)"))
         super().__init__(body, title=title, collapsed=True)
         self.add_class("thinking")

@@ -89,7 +89,9 @@ class TimelineView(Widget, can_focus=True):
     selected: reactive[int | None] = reactive(None)
     """The index of the selected sample; None follows the newest call."""
 
-    def __init__(self, *, limit: int | None = 50_000, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self, *, limit: int | None = 50_000, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self.samples: list[ContextSample] = []
         self.limit = limit
@@ -176,8 +178,11 @@ class TimelineView(Widget, can_focus=True):
         """The chart's rows, then every detail line as it wraps at `width` (none is cut)."""
         if not self.samples:
             return CHART_ROWS + 2
-        return CHART_ROWS + 2 + sum(len(Content.from_rich_text(line).wrap(max(width, 1)))
-                                    for line in self.detail_lines())
+        return (
+            CHART_ROWS
+            + 2
+            + sum(len(Content.from_rich_text(line).wrap(max(width, 1))) for line in self.detail_lines())
+        )
 
     def render(self) -> Text:
         """The chart (each row cut to the width: a chart row must never wrap), then the detail lines,
@@ -203,7 +208,9 @@ class TimelineView(Widget, can_focus=True):
         shown = [self.samples[index] for index in self._visible_range(width)]
         first = self._visible_range(width).start
         limit = self.limit
-        scale = max([(limit or 0) * 1.1, *(s.chars_before for s in shown), *(s.chars_after for s in shown), 1.0])
+        scale = max(
+            [(limit or 0) * 1.1, *(s.chars_before for s in shown), *(s.chars_after for s in shown), 1.0]
+        )
         limit_row = CHART_ROWS - 1 - min(int(limit / scale * CHART_ROWS), CHART_ROWS - 1) if limit else -1
         for row in range(CHART_ROWS):
             floor = (CHART_ROWS - 1 - row) / CHART_ROWS * scale  # the value at this row's bottom
@@ -251,7 +258,9 @@ class TimelineView(Widget, can_focus=True):
         if sent > floor:
             amount = min((sent - floor) / per_row, 1.0)
             over = self.limit is not None and floor >= self.limit
-            return _LEVELS[max(int(amount * 8), 1)], _SENT_OVER if over else _cache_style(sample, floor / sent)
+            return _LEVELS[max(int(amount * 8), 1)], _SENT_OVER if over else _cache_style(
+                sample, floor / sent
+            )
         if before > floor:
             return "░", _REMOVED
         return " ", Style()
@@ -291,8 +300,13 @@ class TimelineView(Widget, can_focus=True):
             lines.append(Text(f"cache miss: {visible(one_line(miss.describe(), 200))}", _MISS))
         change = getattr(sample, "prefix_change", None)
         if change is not None:
-            lines.append(Text(f"changed at {visible(one_line(change.path, 60))}: was {visible(one_line(change.before, 80))!r}"
-                              f", now {visible(one_line(change.after, 80))!r}", _DIM))
+            lines.append(
+                Text(
+                    f"changed at {visible(one_line(change.path, 60))}: was {visible(one_line(change.before, 80))!r}"
+                    f", now {visible(one_line(change.after, 80))!r}",
+                    _DIM,
+                )
+            )
         if sample.steps:
             steps = Text("before it: ", _DIM)
             for number, (step, saved) in enumerate(zip(sample.steps, sample.saved, strict=False)):
@@ -308,7 +322,6 @@ class TimelineView(Widget, can_focus=True):
         if sample.error:
             lines.append(Text(f"failed: {visible(one_line(sample.error, 200))}", Style(color="red1")))
         return lines + self._legend()
-
 
     def _legend(self) -> list[Text]:
         """'■ cache read ■ cache write ■ uncached' once a call has usage, and every miss by call and cause."""

@@ -59,7 +59,13 @@ class ToolBlock(Vertical, can_focus=True):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter,space", "toggle_expanded", "Expand/collapse", id="tool.toggle", tooltip="Show the tool's input and output"),
+        Binding(
+            "enter,space",
+            "toggle_expanded",
+            "Expand/collapse",
+            id="tool.toggle",
+            tooltip="Show the tool's input and output",
+        ),
     ]
 
     expanded: var[bool] = var(False, toggle_class="-expanded")
@@ -120,7 +126,7 @@ class ToolBlock(Vertical, can_focus=True):
         self.set_class(is_error, "-error")
         self._render_header()
         lines = output.count("\n") + (0 if output.endswith("\n") or not output else 1)
-        first = next((line for line in output[:SUMMARY_SOURCE_CHARS * 4].splitlines() if line.strip()), "")
+        first = next((line for line in output[: SUMMARY_SOURCE_CHARS * 4].splitlines() if line.strip()), "")
         shape = plural(lines, "line")
         summary = one_line(first[:SUMMARY_SOURCE_CHARS], 160) or "(no output)"
         self._summary.update(Content(f"└ {shape} · {visible(summary)}"))
@@ -165,7 +171,10 @@ class ToolBlock(Vertical, can_focus=True):
 
     def _render_header(self) -> None:
         summary = self._input_summary
-        parts: list[str | tuple[str, str]] = [("▾ " if self.expanded else "▸ ", "dim"), (visible(self.tool_name), "bold")]
+        parts: list[str | tuple[str, str]] = [
+            ("▾ " if self.expanded else "▸ ", "dim"),
+            (visible(self.tool_name), "bold"),
+        ]
         if summary:
             parts.append("  ")
             parts.append(summary)
@@ -196,7 +205,10 @@ class ToolBlock(Vertical, can_focus=True):
 
 def _head_values(tool_input: dict[str, Any]) -> dict[str, Any]:
     """The input with long string values cut: the header shows one line, never the whole of 10 MB."""
-    return {key: value[:SUMMARY_SOURCE_CHARS] if isinstance(value, str) else value for key, value in tool_input.items()}
+    return {
+        key: value[:SUMMARY_SOURCE_CHARS] if isinstance(value, str) else value
+        for key, value in tool_input.items()
+    }
 
 
 def input_preview(tool_input: dict[str, Any]) -> str:
