@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from core import jsonlines
+from core.history.intake import valid_messages, valid_text
 from core.jsonlines import BadLine
 from core.trajectories import atif, codex, openhands, swe_agent
 from core.trajectories.model import Trajectory, TrajectoryError
@@ -89,4 +90,8 @@ def read_trajectory(path: Path, data: Any = None) -> Trajectory | None:
     if reader is None:
         return None
     trajectory: Trajectory = reader.read(path, data)
+    # JSON may escape a lone surrogate: what enters a history is valid UTF-8 (core/history/intake.py)
+    trajectory.messages = valid_messages(trajectory.messages)
+    if trajectory.system is not None:
+        trajectory.system = valid_text(trajectory.system)
     return trajectory

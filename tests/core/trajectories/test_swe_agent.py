@@ -448,3 +448,24 @@ def test_history_builder_reused_call_ids_across_turns() -> None:
     uses = [block["id"] for message in messages for block in message["content"] if block.get("type") == "tool_use"]
     assert len(uses) == 2 and len(set(uses)) == 2, uses
     assert_valid_history(messages, open_at_end=False)
+
+
+
+def test_a_lone_surrogate_escaped_in_the_file_enters_the_history_as_valid_utf8(tmp_path: Path) -> None:
+    """JSON may escape half of a surrogate pair: a history must still encode as UTF-8."""
+    data = {"trajectory_format": "mini-swe-agent-1.1", "messages": [
+        {"role": "system", "content": "you are an agent HALF"},
+        {"role": "user", "content": "fix it"},
+        {"role": "assistant", "content": "looking", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "aHALF.py"},
+        {"role": "assistant", "content": "done"}]}
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps(data).replace("HALF", "\\udcff"))  # the escape, not the character
+    assert "\\udcff" in path.read_text()
+    trajectory = read_trajectory(path)
+    assert trajectory is not None and trajectory.system is not None
+    json.dumps(trajectory.messages, ensure_ascii=False).encode("utf-8")  # raises on a lone surrogate
+    trajectory.system.encode("utf-8")
+    result = trajectory.messages[2]["content"][0]
+    assert result["type"] == "tool_result" and result["content"].startswith("a") and result["content"].endswith(".py")
