@@ -20,7 +20,7 @@ from itertools import takewhile
 from operator import is_
 from typing import Any
 
-from core.history.sizes import dumps, list_chars
+from core.history.sizes import dumps
 from core.history.tokens import TokenCounter
 from core.usage.prices import Price, Usage
 
@@ -76,10 +76,6 @@ class Memo:
             count = self._tokens[text] = self.counter.count_text(text)
         return count
 
-    def chars(self, messages: Sequence[Any]) -> int:
-        """`estimate_chars(messages)`, from each message's memoised JSON."""
-        return list_chars([len(self.text(message)) for message in messages], len(messages))
-
 
 def same_prefix(before: Sequence[Any], now: Sequence[Any]) -> int:
     """How many leading items of `now` are the very objects `before` holds there (compared in C)."""
@@ -134,15 +130,6 @@ class PrefixCache:
 
     def tokens_of(self, value: Any) -> int:
         return self.memo.tokens(value)
-
-    def elements(self, system: Any, tools: Sequence[Any], messages: Sequence[Any]) -> list[str]:
-        """The request in the cache's order (tools, system, messages), one JSON text per element."""
-        text = self.memo.text
-        return [
-            text(tools if isinstance(tools, list) else list(tools)),
-            text(system),
-            *(text(message) for message in messages),
-        ]
 
     def cached_messages(self) -> int:
         """How many messages the previous request cached."""
