@@ -229,7 +229,7 @@ class Replay:
         """The tokens of a request sending `messages` (its tools and system included)."""
         memo = self.cache.memo
         return (
-            memo.tokens(list(self.recorded.tools))
+            memo.tokens(self.recorded.tools)
             + memo.tokens(self.recorded.system)
             + self._tokens.total(messages)
         )
