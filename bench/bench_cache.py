@@ -137,7 +137,7 @@ async def session(timing: str) -> Result:
         os.environ["ANTHROPIC_API_KEY"] = "bench-key-not-real"
         agent = Agent.from_settings(settings_for(workdir, model=MODEL, compaction_timing=timing, thinking="off"),
                                     allow_all=True)
-        agent.economics.clock = clock
+        agent.state.clock = clock
         steps: Counter[str] = Counter()
         outputs: dict[str, str] = {}
         held = 0

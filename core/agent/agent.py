@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ from core.agent.economics import Economics
 from core.agent.engine import EngineRunner
 from core.agent.keeper import ContextKeeper, SummaryStep
 from core.agent.meter import ContextMeter
+from core.agent.schedule import Schedule
+from core.agent.state import ConversationState
 from core.agent.tool_run import ToolRun
 from core.agent.turn import WINDOW_EXCEEDED, Turn, not_run
 from core.archive import Archive
@@ -35,6 +38,7 @@ from core.engines.edits import ServerEngine
 from core.events import (
     AgentEvent,
     AssistantMessage,
+    CompactionHeld,
     CompactionStep,
     ContextMeasured,
     ErrorEvent,
@@ -69,7 +73,7 @@ from core.model.base import (
 from core.sessions.log import SessionLog
 from core.text import plural
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput
-from core.usage.prices import Window
+from core.usage.prices import Window, price_for
 from core.usage.timeline import ContextSample, TokenCount
 
 Message = dict[str, Any]
@@ -105,41 +109,53 @@ class Agent:
             meta={"model": model.name, "workdir": str(workdir)},
         )
         self.tokens = token_counter or TokenCounter()
-        self.keeper = ContextKeeper(
-            compactor,
+        if compactor.count_tokens is None:  # what a step takes out is counted for its ledger entries
+            compactor.count_tokens = self.tokens.count_text
+        self.state = ConversationState(
             self.conversation,
-            undo_depth=self.settings.undo_depth,
+            price=None if model.offline else price_for(model.name),
+            offline=model.offline,
+            ttl=self.settings.cache_ttl,
             auto_compact=self.settings.auto_compact,
-            call_number=lambda: len(self.economics.timeline.samples) + 1,
-            count_tokens=self.tokens.count_text,
+            undo_depth=self.settings.undo_depth,
+            pins=compactor.pins,
+            clock=clock,
         )
-        self.economics = Economics(model, self.settings, self.tokens, clock)
-        """The timeline and the prompt cache's accounts (core/agent/economics.py)."""
+        """The conversation's state: history, ledger, pins, undo records, turn flag, timeline, cache."""
+        self.keeper = ContextKeeper(self.state, compactor, count_tokens=self.tokens.count_text)
+        self.economics = Economics(self.state, model, self.settings, self.tokens)
+        """Prices every call and change against the prompt cache (core/agent/economics.py)."""
+        server = ServerEngine.from_settings(self.settings)
+        self.engine = EngineRunner(server, model.offline, self.state)
+        self.schedule = Schedule(
+            self.state,
+            compactor,
+            model,
+            self.tokens,
+            timing=self.settings.compaction_timing,
+            ceiling_tokens=self.settings.cache_ceiling_tokens,
+            server=self.engine.hold,
+        )
+        """When the steps run: eager, or cache-aware (core/agent/schedule.py)."""
         self.thinking = ThinkingLedger()
         """The thinking blocks the API returned, checked before a request replays them."""
         self.thinking.adopt(self.conversation.history, None)
         # a workdir whose name is not UTF-8 would make every request unencodable
         self.system_prompt = system_prompt or valid_text(SYSTEM_PROMPT.format(workdir=workdir))
-        self.engine = EngineRunner(
-            ServerEngine.from_settings(self.settings), model.offline, self.keeper, self.economics
-        )
         self.meter = ContextMeter(
-            self.conversation,
-            self.keeper,
-            self.economics,
-            self.engine,
+            self.state,
+            compactor.settings.context_char_limit,
             model,
             self.tokens,
             self.system_prompt,
             toolbox.schemas,
         )
-        """The context's figures, the next call's forecast and what its prepare holds back (core/agent/meter.py)."""
+        """The context's figures and the next request's size (core/agent/meter.py)."""
         self.max_steps = max_steps
         self.allow_all = self.settings.yes if allow_all is None else allow_all
         """Run tools that need consent without asking (`--yes`)."""
         self.allowed_for_session: set[str] = set()
         """Tools the user allowed for the rest of this session ("session" answers)."""
-        self.running = False
         self._announce: Notice | None = None  # said once, at the start of the first turn
 
     @classmethod
@@ -213,11 +229,20 @@ class Agent:
     @property
     def auto_compact(self) -> bool:
         """False pauses the pipeline before each call; reactive_compact still guards an API refusal."""
-        return self.keeper.auto_compact
+        return self.state.auto_compact
 
     @auto_compact.setter
     def auto_compact(self, value: bool) -> None:
-        self.keeper.auto_compact = value
+        self.state.auto_compact = value
+
+    @property
+    def running(self) -> bool:
+        """A turn (or a compaction the person asked for) is running: the one turn flag."""
+        return self.state.running
+
+    @running.setter
+    def running(self, value: bool) -> None:
+        self.state.running = value
 
     @property
     def pinned(self) -> frozenset[str]:
@@ -245,7 +270,7 @@ class Agent:
     @property
     def timeline(self) -> list[ContextSample]:
         """**contract** One sample per model call, oldest first (what was sent, the steps before it, usage)."""
-        return list(self.economics.timeline.samples)
+        return list(self.state.timeline.samples)
 
     # --- the turn -------------------------------------------------------------------------------
 
@@ -351,13 +376,14 @@ class Agent:
         turn.fail(f"stopped after {self.max_steps} model calls in one turn", "limit")
 
     async def _prepare(self, request: str) -> AsyncIterator[AgentEvent]:
-        """The pipeline before a call; with the cache-aware timing, the steps that would rewrite a warm
-        cached prefix wait (a CompactionHeld says which, and what they would cost now)."""
-        hold, held = await self.meter.plan(request)  # the forecast's plan too (ContextMeter.next_steps)
-        self.economics.hold(held)
-        if held is not None:
-            yield held
-        async for event in self._compacting(self.keeper.prepare(request, hold=hold)):
+        """The pipeline before a call, as the schedule plans it: with the cache-aware timing, the steps
+        that would rewrite a warm cached prefix wait (a CompactionHeld says which, and what they
+        would cost now); under a server engine only tool_result_budget runs."""
+        plan = await self.schedule.plan(request, self.system_prompt, self.toolbox.schemas, self.economics)
+        self.economics.hold(plan.held)
+        if plan.held is not None:
+            yield plan.held
+        async for event in self._compacting(self.keeper.prepare(request, hold=plan.hold)):
             yield event
 
     async def _compacting(
@@ -416,9 +442,8 @@ class Agent:
     async def _record_reply(self, turn: Turn, response: ModelResponse) -> AsyncGenerator[AgentEvent, None]:
         """Append the complete assistant message; its tool calls become the batch to answer."""
         if response.prompt_tokens:
-            self.meter.last_input_tokens = (
-                response.prompt_tokens
-            )  # with caching, input_tokens is only the uncached part
+            # with caching, input_tokens is only the uncached part
+            self.state.last_input_tokens = response.prompt_tokens
         content = [block for block in response.content if isinstance(block, dict)]
         if not content:
             content = [{"type": "text", "text": "(no reply)"}]
@@ -502,7 +527,7 @@ class Agent:
 
     @property
     def last_input_tokens(self) -> int | None:
-        return self.meter.last_input_tokens
+        return self.state.last_input_tokens
 
     async def measure(self) -> ContextMeasured:
         """The figures of the history as it is now (tokens counted off the event loop)."""
@@ -512,10 +537,25 @@ class Agent:
         """The size of the next request: exact from the model's count_tokens, else the labelled estimate."""
         return await self.meter.count_next_request(debounce)
 
-    def forecast(self, debounce: float = 0.0) -> AsyncIterator[Forecast]:
+    async def forecast(self, debounce: float = 0.0) -> AsyncIterator[Forecast]:
         """What the next call would be, for a view to show after a change (the one thing a view asks):
-        its preview and the history's figures (when no turn runs), then the request's size."""
-        return self.meter.forecast(lambda: self.running, debounce)
+        its preview and the history's figures (when no turn runs), then the request's size, exact
+        from count_tokens when the model can count, else the labelled tiktoken estimate."""
+        if debounce > 0:
+            await asyncio.sleep(debounce)
+        if not self.running:
+            steps, held = await self._next_steps() if self.auto_compact else ([], None)
+            if not self.running:  # a turn began meanwhile: its events say what happens
+                preview = self.keeper.next_call(steps, held, self.economics.timing)
+                yield replace(preview, server=self.engine.forecast())
+                yield await self.measure()
+        yield await self.count_next_request()
+
+    async def _next_steps(self) -> tuple[list[CompactionStep], CompactionHeld | None]:
+        """What the next prepare would run now, each step priced, and what would wait for the cache."""
+        return await self.schedule.forecast(
+            self.conversation.request, self.system_prompt, self.toolbox.schemas, self.economics
+        )
 
     async def window(self) -> Window:
         """The model's context window: the Models API's figure, else the table, else unknown."""
@@ -563,9 +603,12 @@ class Agent:
     async def _pins_changed(self, change: Callable[[], Notice]) -> Notice:
         """A pin or unpin changes no byte of the history, but what the next prepare would rewrite:
         its notice carries the difference in cached tokens invalidated, and the break-even."""
-        if self.running or not self.auto_compact:
+        if self.running or not self.auto_compact or self.model.offline or self.state.tracker.base is None:
             return change()
-        return await self.economics.pins_changed(self.keeper, self.conversation.request, change)
+        request = self.conversation.request
+        before = await self.schedule.steps(request)  # the last forecast's run, when nothing changed since
+        notice = change()
+        return self.economics.pins_changed(notice, before, await self.schedule.steps(request))
 
     def pin_key(self, index: int) -> str | None:
         """The key `pin` takes for the message at `index` (None for a marker or a reply)."""
@@ -577,7 +620,7 @@ class Agent:
     async def preview(self) -> list[CompactionStep]:
         """What the next prepare would do now, step by step (writes nothing, calls no model)."""
         self._idle("preview the next call")
-        return (await self.meter.next_steps())[0]
+        return (await self._next_steps())[0]
 
     async def recompact_warning(self) -> Notice | None:
         """After an undo: a warning when automatic compaction would compact again on the next call."""
@@ -650,10 +693,9 @@ class Agent:
         return changed
 
     def _forget_session_state(self) -> None:
-        self.meter.last_input_tokens = None
         self.allowed_for_session.clear()
-        self.keeper.reset()
-        self.economics.reset()  # cost is per session; nothing is known of a cache
+        self.state.reset()  # cost is per session; nothing is known of a cache
+        self.economics.reset()
         self.thinking.clear()
         if forget := getattr(self.model, "forget_previous", None):
             forget()  # the next request names no previous message in its cache diagnostics

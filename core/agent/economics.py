@@ -1,22 +1,20 @@
-"""The agent's accounts with the prompt cache: every call sampled and priced, why it missed, what each
-change cost, and when the cache-aware timing lets the steps wait.
+"""The agent's prices: every call sampled and priced, why it missed, what each change cost the cache.
 
-`Economics` owns the `Timeline` (one sample per model call, summary calls included) and the
-`CacheTracker` (what the last answered request left cached, until when, and the changes since). The
-agent hands it what happens, in order: the history size before compaction (`before`), each event of
-a compaction (`note`: a step is priced and followed, a summary call's usage becomes a sample), each
-other change of the history (`track`: a steering action, a rewritten request), the request going out
-(`start`) and its end (`finish`). Before the pipeline runs it asks `plan`: with the "cache-aware"
-timing, while the cache is warm and the next request is under the ceiling, the steps that would
-rewrite the cached prefix wait (a `CompactionHeld` says which, and what they would cost now).
-Nothing here talks to a UI: every figure leaves in an event the agent yields.
+`Economics` prices; the `Timeline` (one sample per model call, summary calls included) and the
+`CacheTracker` (what the last answered request left cached, until when, and the changes since) are
+the conversation state's (core/agent/state.py), which it writes. The agent hands it what happens, in
+order: the history size before compaction (`before`), each event of a compaction (`note`: a step is
+priced and followed, a summary call's usage becomes a sample), each other change of the history
+(`track`: a steering action, a rewritten request), the request going out (`start`) and its end
+(`finish`). When compaction runs is not decided here: that is the schedule's (core/agent/schedule.py),
+which asks `priced` and `pays_back`. Nothing here talks to a UI: every figure leaves in an event the
+agent yields.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -30,22 +28,21 @@ from core.events import (
     Notice,
 )
 from core.model.base import Model, ModelResponse, SummaryUsage
-from core.usage.cache import CacheTracker, Clock, break_even_calls
-from core.usage.counting import estimate_request, model_window
+from core.usage.cache import CacheTracker, break_even_calls
+from core.usage.counting import estimate_request
 from core.usage.figures import unknown_figures
 from core.usage.fingerprint import Fingerprinter, Position, PrefixPrint, message_digests, prefix_change
 from core.usage.miss import PrefixChange, agrees
 from core.usage.payback import expected_calls, multipliers, pays_back
-from core.usage.prices import Usage, price_for
+from core.usage.prices import Usage
 from core.usage.timeline import ContextSample, Timeline
 
 if TYPE_CHECKING:
-    from core.agent.keeper import ContextKeeper
+    from core.agent.state import ConversationState
     from core.config import Settings
     from core.history.tokens import TokenCounter
 
 Message = dict[str, Any]
-CEILING_SHARE = 0.8  # cache-aware: the default ceiling, as a share of the model's window
 COMPACTION_REASONS = ("prepare", "compact_history", "reactive_compact")
 
 
@@ -59,36 +56,41 @@ def api_reason(response: ModelResponse) -> str | None:
 
 
 class Economics:
-    """The timeline and the cache's accounts of one agent (see the module docstring)."""
+    """Prices what happens to the conversation's context (see the module docstring); the timeline and
+    the cache's accounts it keeps are the state's."""
 
     def __init__(
-        self, model: Model, settings: Settings, tokens: TokenCounter, clock: Clock | None = None
+        self, state: ConversationState, model: Model, settings: Settings, tokens: TokenCounter
     ) -> None:
+        self.state = state
         self.model = model
         self.timing = settings.compaction_timing
         self.ttl = settings.cache_ttl
-        self.ceiling_setting = settings.cache_ceiling_tokens
-        self.clock: Clock = clock or time.time
         self.tokens = tokens
-        self.price = None if model.offline else price_for(model.name)
-        self.tracker = CacheTracker(ttl=self.ttl)
-        self.timeline = Timeline(self.price, offline=model.offline, ttl=self.ttl)
+        self.price = state.price
         self._prints = Fingerprinter()
         self._pending: tuple[PrefixPrint, float, ContextSample] | None = None
         self._held: tuple[str, ...] = ()
-        self._ceiling: int | None = None
         self._estimate: int | None = None  # the tiktoken estimate of the request going out
-        self._ratio: float | None = None  # the API's prompt tokens per estimated token, last call
+
+    @property
+    def timeline(self) -> Timeline:
+        return self.state.timeline
+
+    @property
+    def tracker(self) -> CacheTracker:
+        return self.state.tracker
+
+    def clock(self) -> float:
+        return self.state.clock()
 
     @property
     def online(self) -> bool:
         return not self.model.offline
 
     def reset(self) -> None:
-        """A new session: a new timeline (cost is per session), nothing known of any cache."""
-        self.tracker.reset()
-        self.timeline = Timeline(self.price, offline=self.model.offline, ttl=self.ttl)
-        self._pending, self._held, self._ratio = None, (), None
+        """A new session (the state has reset its accounts): nothing pending."""
+        self._pending, self._held = None, ()
 
     # --- changes between two calls -------------------------------------------------------------------
 
@@ -162,21 +164,18 @@ class Economics:
             return (start, 0)
         return base.first_new_block(start, message_digests(history[start]))
 
-    async def preview(self, keeper: ContextKeeper, request: str, hold: bool = False) -> list[CompactionStep]:
-        """The next prepare's steps (with `hold`, those that leave a warm cache alone), each priced."""
-        return self.priced(await keeper.preview(request, hold))
-
-    async def pins_changed(self, keeper: ContextKeeper, request: str, change: Callable[[], Notice]) -> Notice:
-        """A pin or unpin (`change`): its notice, with how many more cached tokens the next call's
-        compaction would invalidate because of it (fewer for a pin: negative) and the break-even."""
+    def pins_changed(
+        self, notice: Notice, before: Sequence[CompactionStep], after: Sequence[CompactionStep]
+    ) -> Notice:
+        """A pin or unpin's `notice`, with how many more cached tokens the next call's compaction would
+        invalidate because of it (`before` and `after` its steps; fewer for a pin: negative) and the
+        break-even."""
         if not self.online or self.tracker.base is None:
-            return change()
-        before = self._pending_cost(await keeper.preview(request))
-        notice = change()
-        after = self._pending_cost(await keeper.preview(request))
-        invalidated = after[0] - before[0]
+            return notice
+        old, new = self._pending_cost(before), self._pending_cost(after)
+        invalidated = new[0] - old[0]
         ratio = self.tracker.tokens_per_char() or 0.0
-        calls = break_even_calls(max(invalidated, 0), (after[1] - before[1]) * ratio, self.price, self.ttl)
+        calls = break_even_calls(max(invalidated, 0), (new[1] - old[1]) * ratio, self.price, self.ttl)
         return replace(notice, cache_invalidated_tokens=invalidated, break_even_calls=calls)
 
     def _pending_cost(self, steps: Sequence[CompactionStep]) -> tuple[int, int]:
@@ -184,66 +183,19 @@ class Economics:
         priced = self.priced(steps)
         return sum(step.cache_invalidated_tokens or 0 for step in priced), sum(step.saved for step in priced)
 
-    # --- cache-aware timing ----------------------------------------------------------------------------
-
-    async def ceiling(self) -> int | None:
-        """The request size at which waiting steps run anyway: the setting, else 80% of the window."""
-        if self.ceiling_setting:
-            return self.ceiling_setting
-        if self._ceiling is None:
-            window = await model_window(self.model)
-            self._ceiling = int(window.tokens * CEILING_SHARE) if window.tokens else None
-        return self._ceiling
-
-    async def next_tokens(self, system: str, tools: Sequence[Any], messages: Sequence[Message]) -> int:
-        """The next request's size: the tiktoken estimate, scaled by how the last call's estimate
-        compared with the API's count of it."""
-        estimate = await asyncio.to_thread(estimate_request, self.tokens, system, messages, tools)
-        return round(estimate * self._ratio) if self._ratio else estimate
-
     def hold(self, held: CompactionHeld | None) -> None:
         """The steps that wait before the next call (its sample names them)."""
         self._held = tuple(dict.fromkeys(step.step for step in held.steps)) if held is not None else ()
 
-    async def plan(
-        self, keeper: ContextKeeper, request: str, system: str, tools: Sequence[Any]
-    ) -> CompactionHeld | None:
-        """With the cache-aware timing: the steps that wait now (the pipeline would rewrite the warm
-        cached prefix and the next request is under the ceiling), or None: everything runs."""
-        now = self.clock()
-        if self.timing != "cache-aware" or not keeper.auto_compact or not self.tracker.warm(now):
-            return None
-        ceiling = await self.ceiling()
-        if ceiling is None:
-            return None
-        tokens = await self.next_tokens(system, tools, keeper.conversation.history)
-        if tokens >= ceiling:
-            return None
-        steps = self.priced(await keeper.preview(request))
-        frontier = self.tracker.frontier
-        breaking = [
-            step
-            for step in steps
-            if step.changed_at is not None
-            and frontier is not None
-            and step.changed_at < frontier
-            and (step.saved > 0 or step.step == "compact_history")
-        ]
-        if not breaking or self._pays_back(breaking):
-            return None
-        assert self.tracker.expires_at is not None
-        return CompactionHeld(tuple(steps), self.tracker.expires_at, tokens, ceiling)
-
-    def _pays_back(self, steps: Sequence[CompactionStep]) -> bool:
+    def pays_back(self, steps: Sequence[CompactionStep]) -> bool:
         """The lossless steps that would rewrite the warm prefix save enough, within the calls the
         session is likely to make, to pay for writing it again (core/usage/payback.py); a summary's
         saving is not counted: it waits for the ceiling unless the steps before it pay."""
         lossless = [step for step in steps if step.step != "compact_history" and step.saved > 0]
         invalidated = max((step.cache_invalidated_tokens or 0 for step in lossless), default=0)
         saved = sum(step.saved_tokens or 0 for step in lossless)
-        calls = sum(1 for sample in self.timeline.samples if sample.kind != "summary")
         write, read = multipliers(self.price, self.ttl)
-        return pays_back(invalidated, saved, expected_calls(calls), write, read)
+        return pays_back(invalidated, saved, expected_calls(self.state.model_calls), write, read)
 
     # --- a call ------------------------------------------------------------------------------------
 
@@ -295,7 +247,7 @@ class Economics:
             events.append(Notice(f"cache: ctxtui sees {ours}; the API's diagnosis is {reason}"))
         self.tracker.answered(request, usage, started)
         if self._estimate and usage.prompt_figure:
-            self._ratio = usage.prompt_figure / self._estimate
+            self.state.tokens_ratio = usage.prompt_figure / self._estimate
         done = self.timeline.amend(
             replace(
                 done,

@@ -19,8 +19,7 @@ from core.events import CompactionStep, Notice
 from core.model.base import ModelResponse
 
 if TYPE_CHECKING:
-    from core.agent.economics import Economics
-    from core.agent.keeper import ContextKeeper
+    from core.agent.state import ConversationState
 
 
 REPEATED_CLEARING = frozenset(f"server:{edit}" for edit in (CLEAR_TOOL_USES, CLEAR_THINKING))
@@ -31,12 +30,9 @@ new (no new ledger entry) is no step (no event, no timeline mark): it was said w
 class EngineRunner:
     """The server engine's side of the turn (inactive for the client engine and offline)."""
 
-    def __init__(
-        self, engine: ServerEngine | None, offline: bool, keeper: ContextKeeper, economics: Economics
-    ) -> None:
+    def __init__(self, engine: ServerEngine | None, offline: bool, state: ConversationState) -> None:
         self.engine = None if offline else engine
-        self.keeper = keeper
-        self.economics = economics
+        self.state = state
         self.notice = (
             Notice(f"engine {engine.kind} needs the API: offline, the client pipeline runs", "warning")
             if engine is not None and offline
@@ -67,10 +63,11 @@ class EngineRunner:
         session log), and the call's timeline sample marked with them."""
         if self.engine is None or response is None:
             return []
-        conversation = self.keeper.conversation
+        state = self.state
+        conversation = state.conversation
         known = {
             entry.tool_use_id or f"thinking:{entry.span[0] if entry.span else ''}"
-            for entry in self.keeper.ledger.entries
+            for entry in state.ledger.entries
             if entry.step.startswith("server:")
         }
         steps = server_steps(
@@ -86,14 +83,14 @@ class EngineRunner:
         steps = [step for step in steps if step.ledger or step.step not in REPEATED_CLEARING]
         if not steps:
             return []
-        call = len(self.economics.timeline.samples)
-        stamped = [replace(step, ledger=self.keeper.ledger.stamp(step.ledger, call)) for step in steps]
+        call = len(state.timeline.samples)
+        stamped = [replace(step, ledger=state.ledger.stamp(step.ledger, call)) for step in steps]
         entries = [entry for step in stamped for entry in step.ledger]
         if entries:
-            change = self.keeper.ledger.adding(entries)
+            change = state.ledger.adding(entries)
             conversation.record_ledger(change)
-            self.keeper.ledger.apply(change)
-        timeline = self.economics.timeline
+            state.ledger.apply(change)
+        timeline = state.timeline
         if timeline.samples:
             sample = timeline.samples[-1]
             timeline.amend(

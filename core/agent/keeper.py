@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from core.agent.conversation import Conversation
+from core.agent.state import ConversationState
 from core.archive import Archive, ArchiveError
 from core.compaction.pipeline import Compactor
 from core.compaction.run import CompactionEvent, Outcome
@@ -66,29 +67,38 @@ class ContextKeeper:
 
     def __init__(
         self,
+        state: ConversationState,
         compactor: Compactor,
-        conversation: Conversation,
         *,
-        undo_depth: int,
-        auto_compact: bool = True,
-        call_number: Callable[[], int] | None = None,
         count_tokens: Callable[[str], int] | None = None,
     ) -> None:
+        self.state = state
         self.compactor = compactor
-        self.conversation = conversation
-        self.undo_depth = undo_depth
-        self.auto_compact = auto_compact
-        """False pauses the pipeline before each call; reactive_compact still guards an API refusal."""
-        self.compactions: list[Compaction] = []
-        """Every compaction applied to this history, oldest first (what `undo` reverses)."""
-        self.ledger = Ledger()
-        """What every step and drop took out of the context (`Agent.ledger`)."""
-        self.call_number: Callable[[], int] = call_number or (lambda: 0)
-        """The number of the model call the next change is made before (the agent's timeline)."""
-        self.count_tokens = compactor.count_tokens = count_tokens
-        """Counts the tokens of what a step or a drop takes out (its ledger entries)."""
+        self.count_tokens = count_tokens
+        """Counts the tokens of what a drop takes out (its ledger entry); the compactor has its own."""
+        conversation = state.conversation
         if conversation.history:  # a history handed in: the facts behind its markers are in the archive
             conversation.facts.add_archived(archived_facts(conversation.history, self.archive))
+
+    @property
+    def conversation(self) -> Conversation:
+        return self.state.conversation
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.state.ledger
+
+    @property
+    def compactions(self) -> list[Compaction]:
+        return self.state.compactions
+
+    @property
+    def auto_compact(self) -> bool:
+        return self.state.auto_compact
+
+    @property
+    def undo_depth(self) -> int:
+        return self.state.undo_depth
 
     @property
     def archive(self) -> Archive:
@@ -136,7 +146,7 @@ class ContextKeeper:
         change applied (and kept for undo)."""
         steps: list[CompactionStep] = []
         outcome: Outcome | None = None
-        call = self.call_number()
+        call = self.state.call_number
         async for event in events:
             if isinstance(event, Retrying):
                 yield Notice(f"retrying: {event.message}", "retry")
@@ -189,7 +199,7 @@ class ContextKeeper:
         )
         self.ledger.apply(ledger)
         if names and changed is not None:
-            self._remember(Compaction(names, before, tuple(self.conversation.history), files))
+            self.state.remember(Compaction(names, before, tuple(self.conversation.history), files))
         return changed
 
     def _lost_notice(self, changed: HistoryChanged) -> Notice | None:
@@ -204,12 +214,6 @@ class ContextKeeper:
         )
         self.conversation.log(notice)
         return notice
-
-    def _remember(self, compaction: Compaction) -> None:
-        """Keep a compaction for undo; only the newest `undo_depth` are kept, so what left the
-        history is not held forever (the archive keeps every byte of it on disk)."""
-        self.compactions.append(compaction)
-        del self.compactions[: max(0, len(self.compactions) - self.undo_depth)]
 
     def oversize(self, request: str) -> int | None:
         """The size of `request` as a message's content (JSON chars) when it alone is over the context
@@ -247,7 +251,7 @@ class ContextKeeper:
                 if self.count_tokens is not None
                 else (removed[0][0],)
             )
-        entries = self.ledger.stamp(entries, self.call_number())
+        entries = self.ledger.stamp(entries, self.state.call_number)
         ledger = self.ledger.adding(entries)
         changed = self.conversation.replace(messages, "drop", parts=[(-1, entries)], ledger=ledger)
         self.ledger.apply(ledger)
@@ -311,7 +315,7 @@ class ContextKeeper:
     def pinned(self) -> frozenset[str]:
         """What every compaction step keeps byte-exact: tool_use ids (their results, in a pair with
         the tool_use) and `user:` keys of user messages (`core.history.messages.user_pin_key`)."""
-        return self.compactor.pinned
+        return self.state.pinned
 
     def pin(self, key: str) -> Notice:
         """Pin a tool result (by its tool_use id) or a user message (by its `user:` key): every step
@@ -355,8 +359,7 @@ class ContextKeeper:
         return f"the user message {one_line(text_of(self.conversation.history[index]), 40)!r} ({key})"
 
     def _set_pins(self, keys: frozenset[str]) -> None:
-        self.compactor.pinned = keys
-        self.conversation.record_pins(keys)
+        self.state.set_pins(keys)
 
     def pinned_chars(self) -> int:
         """The JSON size of what is pinned (results with their tool_use blocks, user messages), as the
@@ -466,31 +469,12 @@ class ContextKeeper:
 
     # --- sessions ----------------------------------------------------------------------------------
 
-    def reset(self) -> None:
-        """A new session: no pins, nothing to undo, an empty ledger."""
-        self.compactions.clear()
-        self.compactor.pinned = frozenset()
-        self.ledger = Ledger()
-
     def take_over(
         self, records: Sequence[Compaction], pins: Sequence[str], ledger: Sequence[LedgerEntry] = ()
     ) -> None:
         """A resumed history's undo records (those that still lead to it), pins (those still in it) and
         ledger become this session's, and the new session file starts with them."""
-        self.ledger = Ledger(ledger)
-        if ledger:
-            self.conversation.record_ledger(self.ledger.carried())
-        usable: list[Compaction] = []
-        following: Sequence[Message] = self.conversation.history
-        for record in reversed(records):  # newest first: what each left must start what followed it
-            if len(following) < len(record.after) or any(
-                a != b for a, b in zip(following, record.after, strict=False)
-            ):
-                break
-            usable.append(record)
-            following = record.before
-        self.compactions = usable[::-1][-self.undo_depth :] if self.undo_depth else []
-        self.conversation.log_resumed(self.compactions)
+        self.state.take_over(records, pins, ledger)
         kept = frozenset(pin_targets(self.conversation.history, pins))
         if kept:
             self._set_pins(kept)

@@ -16,6 +16,16 @@ from core.history.messages import USER_PIN_PREFIX, has_tool_use, is_tool_result,
 Message = dict[str, Any]
 
 
+class Pins:
+    """A conversation's pins, one object that its owner (the agent's state) changes and its compactor
+    reads: no copy to keep in step."""
+
+    __slots__ = ("keys",)
+
+    def __init__(self, keys: frozenset[str] = frozenset()) -> None:
+        self.keys = keys
+
+
 def is_pinned(pinned: frozenset[str], block: dict[str, Any]) -> bool:
     """A tool_result block whose tool_use id is pinned."""
     return bool(pinned) and str(block.get("tool_use_id")) in pinned

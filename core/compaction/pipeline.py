@@ -28,7 +28,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
 
 from core.archive import Archive
-from core.compaction.pins import carried_pins, holding, is_pinned, pinned_messages, request_pinned
+from core.compaction.pins import Pins, carried_pins, holding, is_pinned, pinned_messages, request_pinned
 from core.compaction.plans import (
     TRANSCRIPT_PATH_ESTIMATE,
     Replacement,
@@ -83,20 +83,32 @@ class Compactor:
         summarize: Summarize | None = None,
         settings: CompactionSettings | None = None,
         on_event: EventSink | None = None,
+        *,
+        pins: Pins | None = None,
+        count_tokens: CountTokens | None = None,
     ) -> None:
         self.archive = archive
         self.summarize = summarize
         self.settings = settings or CompactionSettings()
         self.on_event = on_event
         """Where the contract's coroutines (and a step called directly) hand each step."""
-        self.count_tokens: CountTokens | None = None  # the tokens of what a step takes out (ledger entries)
-        self.pinned: frozenset[str] = frozenset()
-        """tool_use ids whose results every step leaves byte-exact (and in a valid pair), and the
-        `user:` keys of user messages every step leaves byte-exact."""
+        self.count_tokens = count_tokens  # the tokens of what a step takes out (ledger entries)
+        self.pins = pins if pins is not None else Pins()
+        """The pins every step reads (the agent's state owns them and hands the compactor the object)."""
         self._sizer = HistorySizer()
         self._run: CompactionRun | None = None  # the call running now
         # A request that alone is over the limit: the summary was refused for it once (with the
         # warning); prepare does not ask the model again while it is the current request.
+
+    @property
+    def pinned(self) -> frozenset[str]:
+        """tool_use ids whose results every step leaves byte-exact (and in a valid pair), and the
+        `user:` keys of user messages every step leaves byte-exact."""
+        return self.pins.keys
+
+    @pinned.setter
+    def pinned(self, keys: frozenset[str]) -> None:
+        self.pins.keys = keys
 
     def estimate_chars(self, messages: Sequence[Message]) -> int:
         """`core.history.estimate_chars`, incremental for the history this compactor keeps seeing."""

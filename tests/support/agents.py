@@ -38,7 +38,7 @@ async def sdk_agents(
         settings = settings_for(workdir_ or workdir, **{**(defaults or {}), **overrides})
         agent = give_policy(Agent.from_settings(settings), policy if permission is _UNSET else permission)
         if clock is not None:
-            agent.economics.clock = clock
+            agent.state.clock = clock
         agents.append(agent)
         return agent
 

@@ -52,7 +52,7 @@ async def build(anthropic_env: FakeAnthropicServer, tmp_path: Path, clock: FakeC
     def make(**overrides: Any) -> Agent:
         values = {"model": MODEL, "compaction": LIMIT, **overrides}
         agent = Agent.from_settings(settings_for(tmp_path, **values))
-        agent.economics.clock = clock
+        agent.state.clock = clock
         agents.append(agent)
         return agent
 
