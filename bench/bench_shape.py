@@ -28,10 +28,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.agent import Agent  # noqa: E402
-from core.compaction import CompactionSettings  # noqa: E402
-from core.compaction.pipeline import Compactor  # noqa: E402
-from tests.support.fakeapi import FakeAnthropicServer, FakeClock, settings_for, text_reply, tool_reply  # noqa: E402
+from core.agent import Agent
+from core.compaction import CompactionSettings
+from core.compaction.pipeline import Compactor
+from tests.support.fakeapi import FakeAnthropicServer, FakeClock, settings_for, text_reply, tool_reply
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENT_FILE = str(ROOT / "core" / "agent" / "agent.py")
