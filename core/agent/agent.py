@@ -30,6 +30,7 @@ from core.agent.schedule import Schedule
 from core.agent.state import ConversationState
 from core.agent.tool_run import ToolRun
 from core.agent.turn import WINDOW_EXCEEDED, Turn, not_run
+from core.agent.view import AgentView
 from core.archive import Archive
 from core.compaction.pipeline import Compactor
 from core.compaction.steering import Compaction, SteeringError
@@ -195,6 +196,11 @@ class Agent:
         return notice
 
     # --- what the parts hold ---------------------------------------------------------------------
+
+    @property
+    def view(self) -> AgentView:
+        """What a UI reads of this agent, read-only (core/agent/view.py)."""
+        return AgentView(self)
 
     @property
     def messages(self) -> History:

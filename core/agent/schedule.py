@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.compaction.pipeline import Compactor
@@ -72,7 +72,8 @@ class Schedule:
     async def steps(self, request: str) -> list[CompactionStep]:
         """What the whole pipeline would do now (unpriced): dry-run once per state of the history."""
         history = self.state.history
-        key = (id(history), history.version, len(history), self.state.pinned, request)
+        settings = astuple(self.compactor.settings)  # a changed threshold is another plan
+        key = (id(history), history.version, len(history), self.state.pinned, request, settings)
         if self._dry is not None and self._dry[0] == key:
             return list(self._dry[1])
         self.dry_runs += 1

@@ -30,6 +30,11 @@ class ProxyContext:
         self.call: ProxyCall | None = None
         """The call the view shows (the latest of its conversation); None before the first."""
 
+    @property
+    def running(self) -> bool:
+        """No turn of ctxtui's runs here: every change is a new call to show."""
+        return False
+
     def follow(self, call: ProxyCall | None) -> None:
         """The view now shows `call` (a new call of its conversation, the same call answered, or another
         conversation's latest)."""

@@ -287,7 +287,7 @@ def run_tui(settings: Any, demo: bool) -> int:
         if app.start_failure is not None:
             _print_err(f"ctxtui: {app.start_failure}")
         agent = app.built_agent
-        if agent is not None and agent.session is not None and (failure := agent.session.failure()):
+        if agent is not None and (failure := agent.view.session_failure()):
             _print_err(f"ctxtui: this session was not saved completely: {failure}")
         if demo:
             _print_err(f"ctxtui: the demo's workdir is kept at {settings.workdir} (remove it when done)")

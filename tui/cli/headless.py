@@ -212,7 +212,7 @@ async def run_headless(settings: Any, prompt: str, verbose: bool = False, output
                 print_err(f"tool {event.name} {status}, {event.output_chars:,} chars, {event.duration:.2f}s")
     finally:
         await agent.aclose()
-        if agent.session is not None and (failure := agent.session.failure()):
+        if failure := agent.view.session_failure():
             print_err(f"ctxtui: this session was not saved completely: {failure}")
     code = EXIT_MODEL_ERROR if error_text is not None else EXIT_OK
     return finish(final_text, code, error_text, usage)

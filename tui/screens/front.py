@@ -55,28 +55,21 @@ def front_of(agent: Agent | Launch) -> Front:
         return Front(
             str(agent.workdir), agent.model_label, settings.model, agent.offline, settings.yes, start
         )
-    thresholds = agent.compactor.settings
+    view = agent.view
     start = InspectorStart(
-        archive=agent.archive,
-        messages=list(agent.messages),
-        chars=agent.chars,
-        limit=thresholds.context_char_limit,
-        target_ratio=thresholds.micro_target_ratio,
-        offline=agent.model.offline,
-        paused=not agent.auto_compact,
-        samples=agent.timeline,
-        request_extra=request_extra(agent.system_prompt, agent.toolbox.schemas),
-        ledger=agent.ledger,
-        facts=agent.facts().facts,
+        archive=view.archive,
+        messages=list(view.messages),
+        chars=view.chars,
+        limit=view.limit,
+        target_ratio=view.target_ratio,
+        offline=view.offline,
+        paused=not view.auto_compact,
+        samples=view.timeline,
+        request_extra=request_extra(view.system_prompt, view.tools),
+        ledger=view.ledger,
+        facts=view.facts(),
     )
-    return Front(
-        str(agent.toolbox.workspace.root),
-        agent.model.label,
-        agent.model.name,
-        agent.model.offline,
-        agent.allow_all,
-        start,
-    )
+    return Front(str(view.workdir), view.model_label, view.model_name, view.offline, view.allow_all, start)
 
 
 def permission_mode(agent: Agent | None, front: Front | None = None) -> str:
@@ -84,9 +77,7 @@ def permission_mode(agent: Agent | None, front: Front | None = None) -> str:
     built, what its settings will make it)."""
     if agent is None:
         return "preset" if front is not None and front.allow_all else "ask"
-    if agent.allow_all:
-        return "preset"
-    return "session" if "bash" in agent.allowed_for_session else "ask"
+    return agent.view.permission
 
 
 def welcome_text(front: Front) -> str:

@@ -196,7 +196,7 @@ class MainScreen(Screen[None]):
             self.app.exit(return_code=1)
             return False
         self._agent = agent
-        self.inspector.attach(agent, request_extra(agent.system_prompt, agent.toolbox.schemas))
+        self.inspector.attach(agent, request_extra(agent.view.system_prompt, agent.view.tools))
         self.agent_ready.set()
         self.agent_settled.set()
         self.refresh_bindings()
@@ -206,7 +206,8 @@ class MainScreen(Screen[None]):
     async def replay_history(self, messages: Sequence[dict[str, Any]], chars: int) -> None:
         """Show a resumed history in the chat, and say so once (the agent's own notice is taken)."""
         self.agent.take_resume_notice()
-        where = f" from {self.agent.resumed_from}" if self.agent.resumed_from else ""
+        resumed = self.agent.view.resumed_from
+        where = f" from {resumed}" if resumed else ""
         await self.chat.replay(
             list(messages),
             notice=(
@@ -250,6 +251,11 @@ class MainScreen(Screen[None]):
         self.refresh_bindings()
 
     def watch_busy(self, busy: bool) -> None:
+        """The UI's one turn flag: the chat's busy line, the title, the keys and `turn_idle` follow it."""
+        if busy:
+            self.turn_idle.clear()
+        else:
+            self.turn_idle.set()
         self.chat.set_busy(busy, self._activity)
         self.show_activity()
         self.refresh_bindings()
@@ -326,7 +332,7 @@ class MainScreen(Screen[None]):
             return False
         size = self.agent.oversize(text)
         if size is not None:
-            limit = self.agent.compactor.settings.context_char_limit
+            limit = self.agent.view.limit
             self.app.push_screen(
                 OversizeScreen(size, limit), callback=lambda choice: self._oversize(text, choice)
             )
@@ -374,7 +380,6 @@ class MainScreen(Screen[None]):
 
     def _begin(self, activity: str) -> None:
         self._activity = activity
-        self.turn_idle.clear()
         self.busy = True
         self.inspector.turn_began()
 
@@ -634,11 +639,9 @@ class MainScreen(Screen[None]):
         """The turn worker is done however the turn ended: the one place the chat's reply is closed."""
         await self.chat.end_assistant()
         self.inspector.turn_ended()
-        self.busy = False
         self._activity = "idle"
-        self.show_activity()
         self.turns_completed += 1
-        self.turn_idle.set()
+        self.busy = False  # shows the activity, sets turn_idle
 
     @on(Inspector.RestoreRequested)
     def _restore_requested(self, message: Inspector.RestoreRequested) -> None:

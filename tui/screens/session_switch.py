@@ -56,13 +56,13 @@ class SessionSwitch:
         from tui.screens.compare import CompareScreen
 
         host = self.host
-        session = host.agent.session
-        if session is None or not await asyncio.to_thread(session.path.is_file):
+        path = host.agent.view.session_path
+        if path is None or not await asyncio.to_thread(path.is_file):
             host.notify(
                 "/compare replays this session's log: nothing has been recorded yet", severity="warning"
             )
             return
-        await host.app.push_screen(CompareScreen(session.path, host.agent.settings))
+        await host.app.push_screen(CompareScreen(path, host.agent.view.settings))
 
     async def sessions(self) -> None:
         """List this workdir's sessions; the one chosen is resumed here."""
@@ -72,8 +72,8 @@ class SessionSwitch:
         host = self.host
         if self._refused_while_busy():
             return
-        sessions = await asyncio.to_thread(list_sessions, host.agent.settings.state_dir)
-        current = host.agent.session.path if host.agent.session is not None else None
+        sessions = await asyncio.to_thread(list_sessions, host.agent.view.state_dir)
+        current = host.agent.view.session_path
 
         async def chosen(info: SessionInfo | None) -> None:
             if info is not None:

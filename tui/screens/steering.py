@@ -158,7 +158,7 @@ class Steering:
         agent = self.agent
 
         async def pin() -> Notice:
-            return await (agent.unpin(chosen) if chosen in agent.pinned else agent.pin(chosen))
+            return await (agent.unpin(chosen) if chosen in agent.view.pinned else agent.pin(chosen))
 
         await self._steer(pin, "")
 
@@ -230,8 +230,8 @@ class Steering:
 
     async def toggle_pause(self) -> None:
         agent = self.agent
-        agent.auto_compact = not agent.auto_compact
-        paused = not agent.auto_compact
+        agent.auto_compact = not agent.view.auto_compact
+        paused = not agent.view.auto_compact
         self.host.inspector.set_paused(paused)
         text = (
             "automatic compaction paused: the whole history goes to the model (reactive compaction still "
@@ -255,9 +255,9 @@ class Steering:
         await self.host.app.push_screen(
             PreviewScreen(
                 steps,
-                chars=self.agent.chars,
-                limit=self.agent.compactor.settings.context_char_limit,
-                paused=not self.agent.auto_compact,
+                chars=self.agent.view.chars,
+                limit=self.agent.view.limit,
+                paused=not self.agent.view.auto_compact,
                 timing=forecast.timing if forecast is not None else None,
                 held=forecast.held if forecast is not None else (),
                 at_risk=forecast.at_risk if forecast is not None else (),
@@ -292,8 +292,8 @@ class Steering:
 
         screen = SummaryReviewScreen(
             draft,
-            messages=len(self.agent.messages),
-            chars=self.agent.chars,
+            messages=len(self.agent.view.messages),
+            chars=self.agent.view.chars,
             focus=focus,
             review=self.agent.review_summary,
         )

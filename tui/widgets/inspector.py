@@ -68,6 +68,11 @@ class ContextSource(Protocol):
 
     def forecast(self, debounce: float = 0.0) -> AsyncIterator[Forecast]: ...
 
+    @property
+    def running(self) -> bool:
+        """A turn runs: its events carry the figures, and the forecast waits for its end."""
+        ...
+
     async def window(self) -> Window: ...
 
 
@@ -131,7 +136,6 @@ class Inspector(Vertical):
         self.next_count: TokenCount | None = None
         """The last count of the next request (None until counted, and after a reset)."""
         self.preview: NextCallPreview | None = None
-        self._turn = False  # a turn runs: its events carry the figures, the forecast waits for its end
         self._warn_recompaction = False
         self.opener = ArchiveOpener(self, start.archive, self._request_restore, self.summary_of)
         self._views_mounted: AwaitMount | None = None
@@ -246,7 +250,7 @@ class Inspector(Vertical):
             self.facts_view.apply(event.facts)
         if self.views.current == "breakdown":
             self._paint_breakdown()
-        if not self._turn:
+        if self.source is None or not self.source.running:  # a turn's end asks once (turn_ended)
             self.refresh_forecast()
 
     def step(self, event: CompactionStep) -> None:
@@ -273,11 +277,9 @@ class Inspector(Vertical):
 
     def turn_began(self) -> None:
         """A turn (or a compaction) starts: until it ends, the inspector learns from its events only."""
-        self._turn = True
         self.gauge.turn_started()
 
     def turn_ended(self) -> None:
-        self._turn = False
         self.gauge.flush()
         self.refresh_forecast()
 
