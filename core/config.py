@@ -179,8 +179,9 @@ def _models() -> tuple[Any, Any]:
     return top, compaction
 
 
-# CTXTUI_* names that are not settings: the run tag of a tool's processes (core/tools/processes.py).
-OTHER_VARIABLES = frozenset({"CTXTUI_TOOL_RUN"})
+# CTXTUI_* names that are not settings: the run tag of a tool's processes (core/tools/processes.py),
+# and the start-up check's escape hatch for an unchecked Textual (tui/textual_private.py).
+OTHER_VARIABLES = frozenset({"CTXTUI_TOOL_RUN", "CTXTUI_ALLOW_UNCHECKED_TEXTUAL"})
 
 
 def did_you_mean(word: str, choices: Any) -> str:

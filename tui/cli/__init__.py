@@ -31,6 +31,7 @@ ENVIRONMENT_HELP = """environment:
   ANTHROPIC_MODEL       the default for --model
   CTXTUI_<FIELD>        any setting below, e.g. CTXTUI_CONTEXT_CHAR_LIMIT=80000 or CTXTUI_THEME=nord
   XDG_CONFIG_HOME       where the config file lives ($XDG_CONFIG_HOME/ctxtui/config.toml)
+  CTXTUI_ALLOW_UNCHECKED_TEXTUAL=1  start the TUI on a Textual version it was not checked with
 """
 
 COMMANDS_HELP = """commands:
@@ -246,6 +247,17 @@ def _settings(args: argparse.Namespace) -> Any:
     return settings
 
 
+def _check_textual() -> None:
+    """Before a TUI starts: it relies on Textual internals checked with a few Textual versions only
+    (tui/textual_private.py); another is refused in one line (UsageError: exit 2) unless
+    CTXTUI_ALLOW_UNCHECKED_TEXTUAL=1. Reads the installed version's metadata, imports nothing of Textual."""
+    from tui.textual_private import check_textual_version
+
+    problem = check_textual_version()
+    if problem is not None:
+        raise UsageError(problem)
+
+
 def _print_err(line: str) -> None:
     print(visible(line), file=sys.stderr, flush=True)
 
@@ -450,6 +462,8 @@ def run_inspect(args: argparse.Namespace) -> int:
     )
     if args.compare and not compare_view:
         return _compare(args, config)
+    if not (args.report or args.ledger or args.facts):
+        _check_textual()  # the read-only inspector opens
     try:
         inspected = load_file(args.file)
     except InspectError as error:
@@ -551,6 +565,7 @@ def _check_serve(args: argparse.Namespace) -> None:
     makes its own per tab) and a --resume with nothing to continue."""
     from core.sessions.listing import ResumeError, resume_replay
 
+    _check_textual()
     _config(args)
     if args.demo:
         return
@@ -602,6 +617,8 @@ def _main(argv: list[str]) -> int:
         if args.serve:
             _check_serve(args)
         else:
+            if prompt is None:
+                _check_textual()
             settings = _settings(args)
     except UsageError as error:
         # One line: the argparse usage block is for flags argparse itself could not parse.

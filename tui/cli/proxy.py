@@ -167,6 +167,12 @@ def run_proxy(args: argparse.Namespace) -> int:
         return asyncio.run(serve_proxy(replace(options, headless=True), note))
     if options.headless:
         return asyncio.run(serve_proxy(options))
+    from tui.textual_private import check_textual_version
+
+    problem = check_textual_version()  # the live view relies on Textual internals (one line, exit 2)
+    if problem is not None:
+        _say(f"ctxtui proxy: error: {problem}", err=True)
+        return EXIT_USAGE
     return run_view(options, config)
 
 

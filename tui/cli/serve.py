@@ -30,6 +30,7 @@ from core.jsonlines import parse_json
 from core.text import one_line, visible
 from tui.cli.serve_guard import Guard, is_loopback
 from tui.cli.serve_page import content_security_policy, page
+from tui.textual_private import app_process
 
 MISSING_EXTRA = "ctxtui: --serve needs textual-serve: pip install 'ctxtui[serve]'"
 MAX_SESSIONS = 4
@@ -289,7 +290,7 @@ def guarded_server(command: str, guard: Guard, sock: socket.socket, max_sessions
             try:
                 await asyncio.wait_for(app.stop(), STOP_GRACE)
             except TimeoutError:
-                process = getattr(app, "_process", None)  # textual-serve 1.1's handle on the tab's process
+                process = app_process(app)  # textual-serve's handle on the tab's process
                 if process is not None and process.returncode is None:
                     process.kill()
                     await process.wait()

@@ -10,7 +10,8 @@ Growing taller repaints only the rows it gained (and its bottom gutter, which mo
 block draws itself (its padding and background; its Markdown blocks draw the text) is the same on
 every row, so a row drawn before is still right; Textual repaints every row of a widget whose size
 changed, which while a reply streams meant drawing the whole visible block again on every frame.
-Any other change of size (a new width, shrinking) repaints it all, as does any change of style.
+Any other change of size (a new width, shrinking) repaints it all, as does any change of style. That
+hook sits on Textual internals: tui/textual_private.py `RepaintGainedRows`.
 
 In a module of its own because Textual's Markdown brings markdown-it and pygments (tens of
 milliseconds to import): the chat imports it on the first block it shows, after the first frame.
@@ -20,16 +21,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from textual.geometry import Region, Size
 from textual.widgets import Markdown
 
+from tui.textual_private import RepaintGainedRows
 from tui.widgets.stream_layout import count_nested_requests
 
 if TYPE_CHECKING:
     from textual.layout import Layout
 
 
-class AssistantBlock(Markdown):
+class AssistantBlock(RepaintGainedRows, Markdown):
     """Assistant text, streamed through `Markdown.get_stream()` (the pane escapes it before writing)."""
 
     DEFAULT_CSS = """
@@ -43,28 +44,7 @@ class AssistantBlock(Markdown):
     }
     """
 
-    _gained: Region | None = None
-    """While Textual takes a new size that only adds rows: those rows, from the old bottom gutter on."""
-
     def pre_layout(self, layout: Layout) -> None:
         count_nested_requests(
             self
         )  # a fence whose code grew, an item of a list (tui/widgets/stream_layout.py)
-
-    def _size_updated(
-        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
-    ) -> bool:
-        old = self._size
-        bottom = self.styles.gutter.bottom  # rows below the content, which move down as it grows
-        if old.width == size.width and bottom < old.height < size.height:
-            first = old.height - bottom
-            self._gained = Region(0, first, size.width, size.height - first)
-        try:
-            return super()._size_updated(size, virtual_size, container_size, layout)
-        finally:
-            self._gained = None
-
-    def _set_dirty(self, *regions: Region) -> None:
-        if not regions and self._gained is not None:
-            regions = (self._gained.translate(-self.content_offset),)  # _set_dirty takes content coordinates
-        super()._set_dirty(*regions)

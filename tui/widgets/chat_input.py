@@ -74,7 +74,10 @@ class ChatInput(TextArea):
         self._recall: int | None = None
         self._draft = ""
 
-    async def _on_key(self, event: events.Key) -> None:
+    async def on_key(self, event: events.Key) -> None:
+        """Enter sends, the newline keys break the line, up and down at the first and last line walk
+        the prompts sent before; any other key goes on to TextArea (this handler runs before its own,
+        which a prevented default skips)."""
         if event.key == "enter":
             event.stop()
             event.prevent_default()
@@ -97,7 +100,6 @@ class ChatInput(TextArea):
             event.stop()
             event.prevent_default()
             return
-        await super()._on_key(event)
 
     def on_paste(self, event: events.Paste) -> None:
         """The prompt took the paste (TextArea inserts it): it goes no further (the screen sends a

@@ -25,7 +25,8 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widget import MountError, Widget
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+
+from tui.textual_private import FooterKey, footer_bindings_ready, set_footer_key_disabled
 
 QUIT_ACTIONS = ("quit", "app.quit")
 
@@ -51,9 +52,7 @@ def shown(widget: Widget, *, state: bool = True) -> Shown:
 
 def set_enabled(key: FooterKey, like: FooterKey) -> None:
     """Grey `key` out, or not, as `like` is (the footer's own key state: its class and click)."""
-    disabled = like.has_class("-disabled")
-    key._disabled = disabled  # what FooterKey's click checks
-    key.set_class(disabled, "-disabled")
+    set_footer_key_disabled(key, like.has_class("-disabled"))
 
 
 def key_width(key: FooterKey) -> int:
@@ -107,7 +106,7 @@ class KeysFooter(Footer):
     def compose(self) -> ComposeResult:
         # The screen's and the app's keys are known before anything has focus: they are in the first
         # frame (Textual's footer shows nothing until the first bindings refresh, a moment later).
-        self.set_reactive(Footer._bindings_ready, True)
+        footer_bindings_ready(self, quietly=True)
         widgets = list(super().compose())
         for (
             widget
@@ -126,7 +125,7 @@ class KeysFooter(Footer):
             self.call_next(self._update_keys)
 
     def bindings_changed(self, screen: Screen[object]) -> None:
-        self._bindings_ready = True
+        footer_bindings_ready(self)
         if not screen.app.app_focus:
             return
         if self.is_attached and screen is self.screen:

@@ -10,17 +10,20 @@ and every block after it stands off by the difference, until something lays the 
 seen in a real terminal as a reply's last screenful a row too low.
 
 `count_nested_requests(container)`, called from the container's `pre_layout`, adds each child with
-a descendant that asked to the container's record, so it is measured again.
+a descendant that asked to the container's record, so it is measured again. The record is Textual's
+own (tui/textual_private.py `pending_layouts`).
 """
 
 from __future__ import annotations
 
 from textual.widget import Widget
 
+from tui.textual_private import pending_layouts
+
 
 def count_nested_requests(container: Widget) -> None:
     """Add to `container`'s layout record every child of it that has a descendant waiting for a layout."""
-    pending = container.screen._layout_widgets
+    pending = pending_layouts(container.screen)
     asked = pending.get(container)
     if not asked:
         return  # nothing asked: the stream layout measures every child anyway

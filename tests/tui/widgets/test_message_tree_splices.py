@@ -17,6 +17,7 @@ from core.history.messages import splice_between
 from core.history.store import History
 from core.markers import placeholder
 from tests.support.pilot import wait_for
+from tui.textual_private import tree_line_paths
 from tui.widgets.message_tree import MessageTree, NodeInfo
 
 
@@ -113,10 +114,9 @@ async def run_edits(tmp_path: Path, operations: list[tuple[str, int]]) -> None:
         assert all(message is live for (message, _), live in zip(tree.entries, history, strict=True))
         assert list(tree.root.children) == [node for _, node in tree.entries]
         assert [shape(node) for _, node in tree.entries] == await fresh_shape(app)
-        shown = [(tuple(line.path), line.last) for line in tree._tree_lines]  # what a frame draws from
-        tree._full_build = True
-        tree._clear_line_cache()
-        assert [(tuple(line.path), line.last) for line in tree._tree_lines] == shown  # = a full rebuild
+        shown = tree_line_paths(tree)  # what a frame draws from
+        tree.rebuild_lines()
+        assert tree_line_paths(tree) == shown  # = a full rebuild
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
