@@ -1,38 +1,42 @@
 """Run-time settings: where to work, which model, how patient to be, and the pipeline's thresholds.
 
+Each setting is declared once, as a field of `Settings` (or of `CompactionSettings`, the config file's
+`[compaction]` table) made with `setting()` (core/setting.py): its type, default, help, range or rule,
+and the flag or variable that sets it besides the usual ones. The names below, the `CTXTUI_*`
+variables, `--set`, the help, `ctxtui config`, the README's table and every check are read from there.
+
 Settings come from four layers, the first that sets a value wins: command-line flags, `CTXTUI_*`
 environment variables, the config file (`$XDG_CONFIG_HOME/ctxtui/config.toml`, default
-`~/.config/ctxtui/config.toml`, read with tomllib), and the defaults. Every layer is validated
-by one pydantic model, so an error names its layer, the key and what the key expects, in one line;
-`resolve_config` also remembers where each value came from, which `ctxtui config` prints.
-
-pydantic is imported only when a layer needs it: an empty layer, and one whose values already have
-their field's exact type (what a TOML file usually holds), are checked without it, so a start
-without `CTXTUI_*` variables or `--set` (the TUI's first frame) does not pay for importing it.
+`~/.config/ctxtui/config.toml`, read with tomllib), and the defaults. Each layer's values are converted
+to their field's type where they are read, so an error names its layer, the key and what the key
+expects, in one line; the merged values are then held to their ranges and rules, each refusal naming
+the key, the value and where it came from. `resolve_config` remembers where each value came from,
+which `ctxtui config` prints.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
+import re
 import stat
 import tempfile
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
-from functools import cache
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import Any, Literal
 
 from core.compaction.settings import CompactionSettings
-from core.config_ranges import RangeError, check_engine, check_ranges, check_text, range_of
+from core.setting import ENV_PREFIX, Check, NotAllowed, Range, Setting, declared, setting
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # the newest Sonnet the installed SDK lists
 DEFAULT_THEME = "textual-dark"
-ENV_PREFIX = "CTXTUI_"
 APP_NAME = "ctxtui"
 CONFIG_FILE = "config.toml"
+GIGA = 1_000_000_000
+COMPACT_TRIGGER_MIN = 50_000  # the API refuses a compact_20260112 trigger below this
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,128}")  # what the API accepts as a tool name
 
 
 def default_model() -> str:
@@ -44,57 +48,165 @@ def api_key_configured() -> bool:
     return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
 
 
+def exclude_tools(value: str) -> list[str]:
+    """The `clear_exclude_tools` setting as the edit's `exclude_tools` list (blank items dropped)."""
+    return [name.strip() for name in value.split(",") if name.strip()]
+
+
+def _not_a_tool_name(value: str) -> str | None:
+    bad = [name for name in exclude_tools(value) if not TOOL_NAME.fullmatch(name)]
+    return f"names {bad[0]!r}, which is not a tool name (1 to 128 of a-z A-Z 0-9 _ -)" if bad else None
+
+
+A_MODEL = Check(
+    "a model name, not empty",
+    lambda value: None if value.strip() else "is empty: name a model, or leave it unset for the default",
+)
+TOOL_NAMES = Check("tool names, comma-separated (each 1 to 128 of a-z A-Z 0-9 _ -)", _not_a_tool_name)
+NOT_ONLY_WHITESPACE = Check(
+    "empty, or more than whitespace",
+    lambda value: (
+        "is only whitespace: leave it empty for the API's own summary prompt"
+        if value and not value.strip()
+        else None
+    ),
+)
+SECONDS = Range(0, 86_400, "seconds", whole=False, above=True)
+TOKENS = Range(0, 100_000_000, "tokens")
+PROXY_BYTES = Range(1024, 4 * GIGA, "bytes")
+
+
 @dataclass
 class Settings:
-    """Everything the agent needs to start."""
+    """Everything the agent needs to start: how this run was started (the first fields, set by the
+    command's flags or by code), then the settings, each declared with `setting()`."""
 
     workdir: Path = field(default_factory=Path.cwd)
-    model: str = field(default_factory=default_model)
     offline: bool = False
     yes: bool = False
     resume: bool = False
     resume_id: str | None = None  # `--resume ID`: that session instead of the newest valid one
-    max_tokens: int = 8_000
-    bash_timeout: float = 120.0
-    max_bash_timeout: float = 600.0  # the most a model-chosen bash timeout is clamped to
-    tool_output_limit: int = 200_000
-    spill_byte_limit: int = 50_000_000  # bytes of long bash output spilled to a file at most
-    glob_time_budget: float = 10.0  # seconds a glob may walk before it stops and says so
-    read_line_limit: int = 2_000
-    request_timeout: float = 120.0
+    offline_chunk_delay: float = 0.0  # the demo's pace of the offline model's text
+    request_timeout: float = 120.0  # the API client's patience (not settings)
     max_retries: int = 2
     retry_after_cap: float = 10.0
-    offline_chunk_delay: float = 0.0
-    theme: str = DEFAULT_THEME
-    summary_instructions: str = ""  # added to every summary request
-    auto_compact: bool = True  # False starts with automatic compaction paused (the TUI toggles it)
-    undo_depth: int = 20  # compactions undo can reverse, newest first (each keeps the history before it)
-    cache_ttl: Literal["5m", "1h"] = "5m"  # the prompt cache's TTL (cache_control ttl)
-    compaction_timing: Literal["eager", "cache-aware"] = "eager"
-    cache_ceiling_tokens: int = (
-        0  # cache-aware: waiting steps run at this request size (0: 80% of the window)
+
+    model: str = setting(
+        DEFAULT_MODEL, factory=default_model, flag="--model", also_env=("ANTHROPIC_MODEL",),
+        check=A_MODEL, help="the model every call uses",
+    )  # fmt: skip
+    theme: str = setting(DEFAULT_THEME, help="the Textual theme of the TUI (the palette saves it here)")
+    bash_timeout: float = setting(120.0, range=SECONDS, help="seconds a bash command may run")
+    max_bash_timeout: float = setting(
+        600.0,
+        range=SECONDS,
+        help="the most seconds a bash command may ask for (its timeout is clamped to this)",
     )
-    thinking: Literal["off", "adaptive"] = "adaptive"
-    engine: Literal["client", "server-clear", "server-compact"] = (
-        "client"  # who manages the context (core/engines/)
+    spill_byte_limit: int = setting(
+        50_000_000,
+        range=Range(1, 100 * GIGA, "bytes"),
+        help="bytes of long bash output written to the spill file at most",
     )
-    clear_trigger_tokens: int = 100_000  # server-clear: clear once the request reaches this many input tokens
-    clear_keep_tool_uses: int = 3  # server-clear: the newest tool uses kept
-    clear_at_least_tokens: int = 0  # server-clear: clear only when at least this many tokens go (0: not sent)
-    clear_exclude_tools: str = ""  # server-clear: tool names (comma-separated) whose uses are never cleared
-    clear_tool_inputs: bool = False  # server-clear: clear the tool_use inputs too
-    clear_thinking_keep: int = (
-        1  # server-clear with thinking: assistant turns whose thinking is kept (0: all)
+    glob_time_budget: float = setting(
+        10.0,
+        range=Range(0, 3_600, "seconds", whole=False, above=True),
+        help="seconds a glob may walk before it stops and says so",
     )
-    compact_trigger_tokens: int = (
-        150_000  # server-compact: compact once the request reaches this many input tokens
+    tool_output_limit: int = setting(
+        200_000, range=Range(1, GIGA, "characters"), help="characters of tool output kept in a result"
     )
-    compact_instructions: str = ""  # server-compact: instructions for the server's summary (empty: its own)
-    compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    read_line_limit: int = setting(
+        2_000, range=Range(1, 100_000_000, "lines"), help="lines read_file returns at most"
+    )
+    max_tokens: int = setting(
+        8_000, range=Range(1, 1_000_000, "tokens"), help="max_tokens of each model call"
+    )
+    summary_instructions: str = setting("", help="text added to every summary request")
+    auto_compact: bool = setting(
+        True,
+        help="false starts with automatic compaction paused (reactive compaction still guards the API; "
+        "the TUI toggles it)",
+    )
+    undo_depth: int = setting(
+        20,
+        range=Range(0, 1_000, "compactions"),
+        help="how many compactions undo can reverse, newest first (each keeps the history from before it)",
+    )
+    cache_ttl: Literal["5m", "1h"] = setting(
+        "5m", help="the prompt cache's TTL (1h writes cost 2x input instead of 1.25x)"
+    )
+    compaction_timing: Literal["eager", "cache-aware"] = setting(
+        "eager",
+        help='"eager" (every step before every call) or "cache-aware" (steps that would break a warm '
+        "cached prefix wait for it to go cold, the ceiling, or a compact)",
+    )
+    cache_ceiling_tokens: int = setting(
+        0,
+        range=TOKENS,
+        help="cache-aware: the request size in tokens at which waiting steps run anyway "
+        "(0: 80% of the model's window)",
+    )
+    thinking: Literal["off", "adaptive"] = setting(
+        "adaptive", help='"adaptive" (where the Models API says the model supports it) or "off"'
+    )
+    engine: Literal["client", "server-clear", "server-compact"] = setting(
+        "client",
+        help='who manages the context (core/engines/): "client" (this pipeline), "server-clear" (the API '
+        'clears old tool results) or "server-compact" (the API compacts)',
+    )
+    clear_trigger_tokens: int = setting(
+        100_000,
+        range=Range(1, 100_000_000, "tokens"),
+        help="server-clear: the request's input tokens at which the API clears old tool results",
+    )
+    clear_keep_tool_uses: int = setting(
+        3,
+        range=Range(0, 1_000_000, "tool uses"),
+        help="server-clear: how many of the newest tool uses the API keeps",
+    )
+    clear_at_least_tokens: int = setting(
+        0,
+        range=TOKENS,
+        help="server-clear: the API clears only when at least this many tokens go (0: not sent)",
+    )
+    clear_exclude_tools: str = setting(
+        "", check=TOOL_NAMES, help="server-clear: tool names whose uses the API never clears"
+    )
+    clear_tool_inputs: bool = setting(False, help="server-clear: the API clears the tool calls' inputs too")
+    clear_thinking_keep: int = setting(
+        1,
+        range=Range(0, 1_000_000, "assistant turns"),
+        help="server-clear with thinking on: assistant turns whose thinking the API keeps (0: all)",
+    )
+    compact_trigger_tokens: int = setting(
+        150_000,
+        range=Range(COMPACT_TRIGGER_MIN, 100_000_000, "tokens"),
+        help="server-compact: the request's input tokens at which the API compacts",
+    )
+    compact_instructions: str = setting(
+        "",
+        check=NOT_ONLY_WHITESPACE,
+        help="server-compact: instructions for the API's summary (empty: the API's own prompt)",
+    )
     # `ctxtui proxy`'s bounds (core/proxy/limits.py): what one exchange may hold in memory and on disk
-    proxy_request_limit: int = 256 * 1024 * 1024  # bytes of a request body as sent; a larger one gets a 413
-    proxy_body_limit: int = 32 * 1024 * 1024  # bytes of a request body recorded (inflated at most this far)
-    proxy_reply_limit: int = 32 * 1024 * 1024  # bytes of a reply kept for the recording and the live view
+    proxy_request_limit: int = setting(
+        256 * 1024 * 1024,
+        range=PROXY_BYTES,
+        help="ctxtui proxy: bytes of a request body as sent; a larger one is refused with a 413",
+    )
+    proxy_body_limit: int = setting(
+        32 * 1024 * 1024,
+        range=PROXY_BYTES,
+        help="ctxtui proxy: bytes of a request body recorded, once inflated; a larger one is forwarded "
+        "as sent and recorded without its body",
+    )
+    proxy_reply_limit: int = setting(
+        32 * 1024 * 1024,
+        range=PROXY_BYTES,
+        help="ctxtui proxy: bytes of a reply kept for the recording and the live view; past it the "
+        "client still gets every byte and the recording says where it was cut",
+    )
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)  # [compaction]
 
     @property
     def use_offline(self) -> bool:
@@ -107,76 +219,72 @@ class Settings:
         return self.workdir / ".ctxtui"
 
 
-# --- what the config file and the environment may set ---------------------------------------------
+# --- views of the declarations ---------------------------------------------------------------------
 
-TOP_LEVEL_HELP: dict[str, str] = {
-    "model": "model name (ANTHROPIC_MODEL is read too, below CTXTUI_MODEL)",
-    "theme": "the Textual theme of the TUI (the palette saves it here)",
-    "bash_timeout": "seconds a bash command may run",
-    "max_bash_timeout": "the most seconds a bash command may ask for (its timeout is clamped to this)",
-    "spill_byte_limit": "bytes of long bash output written to the spill file at most",
-    "glob_time_budget": "seconds a glob may walk before it stops and says so",
-    "tool_output_limit": "characters of tool output kept in a result",
-    "read_line_limit": "lines read_file returns at most",
-    "max_tokens": "max_tokens of each model call",
-    "summary_instructions": "text added to every summary request",
-    "auto_compact": "false starts with automatic compaction paused (reactive compaction still guards the API)",
-    "undo_depth": "how many compactions undo can reverse, newest first (each keeps the history from before it)",
-    "cache_ttl": 'the prompt cache\'s TTL, "5m" or "1h" (1h writes cost 2x input instead of 1.25x)',
-    "compaction_timing": '"eager" (every step before every call) or "cache-aware" (steps that would break '
-    "a warm cached prefix wait for it to go cold, the ceiling, or a compact)",
-    "cache_ceiling_tokens": "cache-aware: the request size in tokens at which waiting steps run anyway "
-    "(0: 80% of the model's window)",
-    "thinking": '"adaptive" (where the Models API says the model supports it) or "off"',
-    "engine": 'who manages the context: "client" (this pipeline), "server-clear" (the API clears old tool '
-    'results) or "server-compact" (the API compacts)',
-    "clear_trigger_tokens": "server-clear: the request's input tokens at which the API clears old tool results",
-    "clear_keep_tool_uses": "server-clear: how many of the newest tool uses the API keeps",
-    "clear_at_least_tokens": "server-clear: the API clears only when at least this many tokens go (0: not sent)",
-    "clear_exclude_tools": "server-clear: tool names, comma-separated, whose uses the API never clears",
-    "clear_tool_inputs": "server-clear: the API clears the tool calls' inputs too",
-    "clear_thinking_keep": "server-clear with thinking on: assistant turns whose thinking the API keeps (0: all)",
-    "compact_trigger_tokens": "server-compact: the request's input tokens at which the API compacts (at least 50,000)",
-    "compact_instructions": "server-compact: instructions for the API's summary (empty: the API's own prompt)",
-    "proxy_request_limit": "ctxtui proxy: bytes of a request body as sent; a larger one is refused with a 413",
-    "proxy_body_limit": "ctxtui proxy: bytes of a request body recorded, once inflated; a larger one is forwarded "
-    "as sent and recorded without its body",
-    "proxy_reply_limit": "ctxtui proxy: bytes of a reply kept for the recording and the live view; past it the "
-    "client still gets every byte and the recording says where it was cut",
-}
-TOP_LEVEL_FIELDS: tuple[str, ...] = tuple(TOP_LEVEL_HELP)
-COMPACTION_FIELDS: tuple[str, ...] = tuple(item.name for item in fields(CompactionSettings))
+SETTINGS: tuple[Setting, ...] = declared(Settings)
+"""Every setting the config file, `CTXTUI_*` and `--set` take: the top-level ones, then [compaction]'s."""
+TOP_LEVEL_FIELDS: tuple[str, ...] = tuple(item.name for item in SETTINGS if item.table is None)
+COMPACTION_FIELDS: tuple[str, ...] = tuple(item.name for item in SETTINGS if item.table == "compaction")
+TABLES: tuple[str, ...] = tuple(dict.fromkeys(item.table for item in SETTINGS if item.table is not None))
+TOP_LEVEL_HELP: dict[str, str] = {item.name: item.help for item in SETTINGS if item.table is None}
+_BY_NAME: dict[str, Setting] = {item.name: item for item in SETTINGS}
+_BY_KEY: dict[tuple[str, ...], Setting] = {item.key: item for item in SETTINGS}
+
+
+def setting_of(key: tuple[str, ...]) -> Setting | None:
+    """The setting at a config file key: ("bash_timeout",) or ("compaction", "context_char_limit")."""
+    return _BY_KEY.get(tuple(key))
 
 
 def compaction_defaults() -> dict[str, Any]:
-    return dataclasses.asdict(CompactionSettings())
+    return {item.name: item.default for item in SETTINGS if item.table == "compaction"}
 
 
 def top_level_defaults() -> dict[str, Any]:
-    base = Settings(workdir=Path("."), model=DEFAULT_MODEL)
-    return {name: getattr(base, name) for name in TOP_LEVEL_FIELDS}
+    return {item.name: item.default for item in SETTINGS if item.table is None}
 
 
-@cache
-def _models() -> tuple[Any, Any]:
-    """The pydantic models of one layer (every key optional, unknown keys refused); built lazily."""
-    from pydantic import ConfigDict, create_model
+def setting_names() -> tuple[str, ...]:
+    """Every setting the config file, `CTXTUI_*` and `--set` take, top-level first."""
+    return tuple(item.name for item in SETTINGS)
 
-    strict_config = ConfigDict(extra="forbid")
-    hints = get_type_hints(CompactionSettings)
-    compaction = create_model(  # type: ignore[call-overload]
-        "CompactionConfig",
-        __config__=strict_config,
-        **{name: (hints[name] | None, None) for name in COMPACTION_FIELDS},
-    )
-    top_hints = get_type_hints(Settings)
-    top = create_model(  # type: ignore[call-overload]
-        "FileConfig",
-        __config__=strict_config,
-        compaction=(compaction | None, None),
-        **{name: (top_hints[name] | None, None) for name in TOP_LEVEL_FIELDS},
-    )
-    return top, compaction
+
+def _toml(value: Any) -> str:
+    import tomlkit
+
+    return str(tomlkit.item(value).as_string())
+
+
+def settings_help(path: Path) -> str:
+    """The settings for `ctxtui --help`: each with what it does, its default and what it allows."""
+    lines = [f"settings (precedence: flags > CTXTUI_<FIELD> > {path} > defaults):"]
+    table: str | None = None
+    for item in SETTINGS:
+        if item.table != table:
+            table = item.table
+            lines.append(f"  [{table}] (also CTXTUI_<FIELD> and --set FIELD=VALUE):")
+        also = f"; also {item.also()}" if item.also() else ""
+        lines.append(f"  {item.name:<30} {item.help} (default {_toml(item.default)}; {item.allowed()}{also})")
+    return "\n".join(lines) + "\n"
+
+
+def settings_table_markdown() -> str:
+    """The README's tables of every setting (what stands between its `<!-- settings:start -->` and
+    `<!-- settings:end -->` markers; `ctxtui config --markdown` prints it)."""
+
+    def row(item: Setting) -> str:
+        also = item.also(lambda name: f"`{name}`")
+        what = item.help + (f"; also {also}" if also else "")
+        cells = (f"`{item.name}`", f"`{_toml(item.default)}`", item.allowed(), what)
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+    blocks = []
+    for table in (None, *TABLES):
+        title = "Top level" if table is None else f"In the `[{table}]` table"
+        rows = [row(item) for item in SETTINGS if item.table == table]
+        header = ["| setting | default | allowed | what it does |", "| --- | --- | --- | --- |"]
+        blocks.append("\n".join([f"{title}:", "", *header, *rows]))
+    return "\n\n".join(blocks) + "\n"
 
 
 # CTXTUI_* names that are not settings: the run tag of a tool's processes (core/tools/processes.py),
@@ -192,23 +300,24 @@ def did_you_mean(word: str, choices: Any) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-def setting_names() -> tuple[str, ...]:
-    """Every setting the config file, `CTXTUI_*` and `--set` take, top-level first."""
-    return (*TOP_LEVEL_FIELDS, *COMPACTION_FIELDS)
-
-
 def _unknown_key_hint(key: tuple[str, ...]) -> str:
     """Why a key of the config file is not a setting, and what was probably meant (one clause)."""
     name = key[-1]
-    if key[:1] == ("compaction",):
-        if name in TOP_LEVEL_FIELDS:
-            return " (it is a top-level setting: put it above [compaction])"
-        return did_you_mean(name, COMPACTION_FIELDS) + f" (known: {', '.join(COMPACTION_FIELDS)})"
-    if name in COMPACTION_FIELDS:
-        return " (it is a compaction setting: put it under [compaction])"
+    meant = _BY_NAME.get(name)
+    if len(key) > 1:
+        table = key[0]
+        if meant is not None and meant.table is None:
+            return f" (it is a top-level setting: put it above [{table}])"
+        if meant is not None:
+            return f" (it is a [{meant.table}] setting: put it under [{meant.table}])"
+        names = [item.name for item in SETTINGS if item.table == table]
+        return did_you_mean(name, names) + f" (known: {', '.join(names)})"
+    if meant is not None:
+        return f" (it is a {meant.table} setting: put it under [{meant.table}])"
+    tables = [f"[{table}]" for table in TABLES]
     return (
-        did_you_mean(name, (*TOP_LEVEL_FIELDS, "compaction"))
-        + f" (known: {', '.join(TOP_LEVEL_FIELDS)}, [compaction])"
+        did_you_mean(name, (*TOP_LEVEL_FIELDS, *TABLES))
+        + f" (known: {', '.join([*TOP_LEVEL_FIELDS, *tables])})"
     )
 
 
@@ -216,102 +325,31 @@ class ConfigError(ValueError):
     """A setting that cannot be used: one line naming where it came from, the key and what is expected."""
 
 
-def _expected(error: Mapping[str, Any]) -> str:
-    kind = str(error.get("type", ""))
-    got = error.get("input")
-    if kind == "extra_forbidden":
-        return "is not a setting"
-    if kind.startswith("int") or kind == "int_type":
-        return f"needs a whole number, got {got!r}"
-    if kind.startswith("float") or kind == "float_type":
-        return f"needs a number, got {got!r}"
-    if kind.startswith("string") or kind == "str_type":
-        return f"needs a string, got {got!r}"
-    if kind in ("model_type", "dict_type"):
-        return "needs a table"
-    if kind == "literal_error":
-        return f"needs one of {error.get('ctx', {}).get('expected', '')}, got {got!r}"
-    return f"{error.get('msg', 'is not valid')}, got {got!r}"
-
-
-_NOT_EXACT = object()
-
-
-def _exact_scalar(kind: Any, value: Any) -> Any:
-    """`value` as the pydantic model would return it, if it already has the field's type, else _NOT_EXACT."""
-    if get_origin(kind) is Literal:
-        return value if type(value) is str and value in get_args(kind) else _NOT_EXACT
-    if kind is bool:
-        return value if isinstance(value, bool) else _NOT_EXACT
-    if kind is int:
-        return value if type(value) is int else _NOT_EXACT
-    if kind is float:
-        return float(value) if type(value) in (int, float) else _NOT_EXACT
-    if kind is str:
-        return value if type(value) is str else _NOT_EXACT
-    return _NOT_EXACT
-
-
-@cache
-def _field_types() -> tuple[dict[str, Any], dict[str, Any]]:
-    """(top-level field -> type, compaction field -> type) of the configurable keys."""
-    top_hints, compaction_hints = get_type_hints(Settings), get_type_hints(CompactionSettings)
-    return (
-        {name: top_hints[name] for name in TOP_LEVEL_FIELDS},
-        {name: compaction_hints[name] for name in COMPACTION_FIELDS},
-    )
-
-
-def _exact_layer(values: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The layer as `_validate_layer` returns it when every key is known and every value already has its
-    field's type (no conversion, nothing to refuse); None when pydantic has to decide."""
-    top_types, compaction_types = _field_types()
+def _validate_layer(values: Mapping[str, Any], where: str, key_name: Any) -> dict[str, Any]:
+    """One layer's values converted to their fields' types (e.g. "80000" -> 80000); ConfigError names
+    the layer, the first key (in the layer's order) that is not a setting or cannot be converted, and
+    what it needs."""
     checked: dict[str, Any] = {}
-    for key, value in values.items():
-        if key == "compaction":
+    for name, value in values.items():
+        if name in TABLES:
             if not isinstance(value, Mapping):
-                return None
-            table: dict[str, Any] = {}
-            for name, item in value.items():
-                converted = _exact_scalar(compaction_types.get(name), item)
-                if converted is _NOT_EXACT:
-                    return None
-                table[name] = converted
-            checked[key] = table
-            continue
-        converted = _exact_scalar(top_types.get(key), value)
-        if converted is _NOT_EXACT:
-            return None
-        checked[key] = converted
+                raise ConfigError(f"{where}: {key_name((name,))} needs a table")
+            checked[name] = {
+                inner: _converted((name, inner), item, where, key_name) for inner, item in value.items()
+            }
+        else:
+            checked[name] = _converted((name,), value, where, key_name)
     return checked
 
 
-def _validate_layer(values: dict[str, Any], where: str, key_name: Any) -> dict[str, Any]:
-    """Validate one layer's values; returns them converted (e.g. "80000" -> 80000)."""
-    exact = _exact_layer(values)
-    if exact is not None:
-        return exact  # nothing to convert or refuse: the pydantic model would return the same
-    return _validate_with_pydantic(values, where, key_name)
-
-
-def _validate_with_pydantic(values: dict[str, Any], where: str, key_name: Any) -> dict[str, Any]:
-    """The full check: pydantic converts what it can and names the first key it refuses."""
-    from pydantic import ValidationError
-
-    top, _ = _models()
-    hints = {**get_type_hints(Settings), **get_type_hints(CompactionSettings)}
-    for key, value in _walk(values):
-        if isinstance(value, bool) and hints.get(key[-1]) in (int, float):  # pydantic would take true for 1
-            kind = "int" if hints[key[-1]] is int else "float"
-            raise ConfigError(f"{where}: {key_name(key)} {_expected({'type': kind, 'input': value})}")
+def _converted(key: tuple[str, ...], value: Any, where: str, key_name: Any) -> Any:
+    declared_at = setting_of(key)
+    if declared_at is None:
+        raise ConfigError(f"{where}: {key_name(key)} is not a setting{_unknown_key_hint(key)}")
     try:
-        validated = top.model_validate(values)
-    except ValidationError as error:
-        first = error.errors()[0]
-        key = tuple(str(part) for part in first.get("loc", ()))
-        hint = _unknown_key_hint(key) if first.get("type") == "extra_forbidden" else ""
-        raise ConfigError(f"{where}: {key_name(key)} {_expected(first)}{hint}") from None
-    return validated.model_dump(exclude_none=True, exclude_unset=True)
+        return declared_at.convert(value)
+    except NotAllowed as error:
+        raise ConfigError(f"{where}: {key_name(key)} {error}") from None
 
 
 def _walk(values: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
@@ -357,31 +395,35 @@ def env_name(key: tuple[str, ...]) -> str:
     return ENV_PREFIX + key[-1].upper()
 
 
-def read_environment(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
-    """The environment layer (`CTXTUI_<FIELD>`, and ANTHROPIC_MODEL below CTXTUI_MODEL), with the variable of each key."""
+def _layer_of(items: list[tuple[Setting, Any]]) -> dict[str, Any]:
+    """Settings and their raw values as a layer: top-level keys, and each table's keys in its table."""
     values: dict[str, Any] = {}
+    for item, raw in items:
+        target = values if item.table is None else values.setdefault(item.table, {})
+        target[item.name] = raw
+    return values
+
+
+def read_environment(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
+    """The environment layer (each setting's variables: `CTXTUI_<FIELD>`, then the ones it also reads,
+    such as ANTHROPIC_MODEL below CTXTUI_MODEL), with the variable of each key. A value that is not
+    text is read without the blanks around it."""
+    found: list[tuple[Setting, Any]] = []
     names: dict[tuple[str, ...], str] = {}
-    for name in TOP_LEVEL_FIELDS:
-        raw = environ.get(env_name((name,)))
-        if raw:
-            values[name] = raw
-            names[(name,)] = env_name((name,))
-    if "model" not in values and environ.get("ANTHROPIC_MODEL"):
-        values["model"] = environ["ANTHROPIC_MODEL"]
-        names[("model",)] = "ANTHROPIC_MODEL"
-    for name in COMPACTION_FIELDS:
-        raw = environ.get(env_name((name,)))
-        if raw:
-            values.setdefault("compaction", {})[name] = raw.strip()
-            names[("compaction", name)] = env_name((name,))
-    validated = _validate_layer(values, "environment", lambda key: names.get(key, env_name(key)))
+    for item in SETTINGS:
+        variable = next((name for name in item.env if environ.get(name)), None)
+        if variable is not None:
+            raw = environ[variable]
+            found.append((item, raw if item.is_text else raw.strip()))
+            names[item.key] = variable
+    validated = _validate_layer(_layer_of(found), "environment", lambda key: names.get(key, env_name(key)))
     return validated, names
 
 
 def unknown_environment(environ: Mapping[str, str]) -> list[str]:
     """The `CTXTUI_*` variables (in any case) that set nothing, each with what was probably meant:
     a misspelled variable used to be ignored without a word."""
-    known = {env_name((name,)) for name in setting_names()}
+    known = {name for item in SETTINGS for name in item.env if name.startswith(ENV_PREFIX)}
     found = []
     for name in sorted(environ):
         if name.upper().startswith(ENV_PREFIX) and name not in known and name not in OTHER_VARIABLES:
@@ -390,23 +432,34 @@ def unknown_environment(environ: Mapping[str, str]) -> list[str]:
 
 
 def parse_overrides(overrides: list[str]) -> dict[str, Any]:
-    """`--set FIELD=VALUE` items as a layer (compaction fields, and the top-level settings too)."""
-    values: dict[str, Any] = {}
+    """`--set FIELD=VALUE` items as a layer (any setting; a table's may be written `TABLE.FIELD`)."""
+    found: list[tuple[Setting, Any]] = []
     for item in overrides:
         key, sep, raw = item.partition("=")
-        key = key.strip().replace("-", "_").removeprefix("compaction.")
+        key = key.strip().replace("-", "_")
+        for table in TABLES:
+            key = key.removeprefix(f"{table}.")
         if not sep:
             raise ConfigError(f"--set {item}: takes FIELD=VALUE, e.g. --set context_char_limit=80000")
-        if key not in setting_names():
+        if key not in _BY_NAME:
             raise ConfigError(
                 f"--set {key}: not a setting{did_you_mean(key, setting_names())}; "
                 f"FIELD is one of: {', '.join(setting_names())}"
             )
-        if key in COMPACTION_FIELDS:
-            values.setdefault("compaction", {})[key] = raw.strip()
-        else:
-            values[key] = raw.strip()
-    return _validate_layer(values, "--set", lambda key: key[-1])
+        found.append((_BY_NAME[key], raw.strip()))
+    return _validate_layer(_layer_of(found), "--set", lambda key: key[-1])
+
+
+def read_flags(flags: Mapping[str, Any]) -> dict[str, Any]:
+    """The flags layer: the settings that declare a flag (`--model`), by name; None is a flag not given."""
+    found: list[tuple[Setting, Any]] = []
+    for name, value in flags.items():
+        item = _BY_NAME.get(name)
+        if item is None or item.flag is None:
+            raise ValueError(f"{name} is not a setting with a flag")
+        if value is not None:
+            found.append((item, value))
+    return _validate_layer(_layer_of(found), "flag", lambda key: _BY_NAME[key[-1]].flag)
 
 
 # --- merging, with the source of every value ---------------------------------------------------------
@@ -425,6 +478,9 @@ class ResolvedConfig:
     def source(self, *key: str) -> str:
         return self.sources.get(key, "default")
 
+    def value(self, item: Setting) -> Any:
+        return self.top[item.name] if item.table is None else getattr(self.compaction, item.name)
+
 
 def resolve_config(
     flags: Mapping[str, Any] | None = None,
@@ -442,26 +498,31 @@ def resolve_config(
     layers.append((env_values, lambda key: f"env {env_names.get(key, env_name(key))}"))
     set_values = parse_overrides(list(overrides or []))
     layers.append((set_values, lambda key: "flag --set"))
-    flag_values = {key: value for key, value in (flags or {}).items() if value is not None}
-    layers.append((flag_values, lambda key: f"flag --{key[-1].replace('_', '-')}"))
+    flag_values = read_flags(flags or {})
+    layers.append((flag_values, lambda key: f"flag {_BY_NAME[key[-1]].flag}"))
 
-    top = top_level_defaults()
-    compaction = compaction_defaults()
+    merged = {item.key: item.default for item in SETTINGS}
     sources: dict[tuple[str, ...], str] = {}
     for values, label in layers:
         for key, value in _walk(values):
-            target = compaction if key[0] == "compaction" else top
-            target[key[-1]] = value
+            merged[key] = value
             sources[key] = label(key)
-    if ("bash_timeout",) not in sources and _above(top["bash_timeout"], top["max_bash_timeout"]):
-        top["bash_timeout"] = top["max_bash_timeout"]  # only max_bash_timeout was set: the default follows it
-        sources[("bash_timeout",)] = "default, lowered to max_bash_timeout"
-    try:
-        check_ranges(top, compaction, sources)
-        check_engine(top, sources)
-        check_text(top, sources)
-    except RangeError as error:
-        raise ConfigError(str(error)) from None
+    timeout, most = ("bash_timeout",), ("max_bash_timeout",)
+    if timeout not in sources and _above(merged[timeout], merged[most]):
+        merged[timeout] = merged[most]  # only max_bash_timeout was set: the default follows it
+        sources[timeout] = "default, lowered to max_bash_timeout"
+    for item in SETTINGS:
+        refused = item.refusal(merged[item.key], sources.get(item.key, "default"))
+        if refused is not None:
+            raise ConfigError(refused)
+    if merged[timeout] > merged[most]:
+        raise ConfigError(
+            f"bash_timeout = {merged[timeout]!r} ({sources.get(timeout, 'default')}) is above "
+            f"max_bash_timeout = {merged[most]!r} ({sources.get(most, 'default')}): "
+            "a command may not run longer than the most any command may ask for"
+        )
+    top = {key[0]: value for key, value in merged.items() if len(key) == 1}
+    compaction = {key[1]: value for key, value in merged.items() if key[:1] == ("compaction",)}
     unknown = unknown_environment(environ)
     warnings = (
         (f"ignored {', '.join(unknown)}: not a setting of ctxtui (ctxtui config lists them)",)
@@ -473,7 +534,7 @@ def resolve_config(
 
 def _above(value: Any, limit: Any) -> bool:
     """`value` is a number above `limit`, itself a valid max_bash_timeout."""
-    allowed = range_of(("max_bash_timeout",))
+    allowed = _BY_NAME["max_bash_timeout"].range
     return allowed is not None and allowed.holds(limit) and isinstance(value, int | float) and value > limit
 
 
@@ -524,38 +585,27 @@ def check_compaction(
 
 def save_setting(key: str, value: Any, path: Path | None = None) -> Path:
     """Set one key (`theme`, `model`, `compaction.context_char_limit`) in the config file, keeping the
-    other keys and the comments; validated first (type and range), written atomically. A config file
-    that is a symlink (dotfiles kept in a repository) is written through: the file it points to is
+    other keys and the comments; checked first (type, range and rule), written atomically. A config
+    file that is a symlink (dotfiles kept in a repository) is written through: the file it points to is
     replaced, the link stays, and the file keeps its mode. Returns the path written."""
     import tomlkit
 
     path = config_path() if path is None else path
-    parts = key.split(".")
-    layer: dict[str, Any] = {parts[0]: value} if len(parts) == 1 else {parts[0]: {parts[1]: value}}
-    checked = _validate_layer(layer, f"save_setting {key}", lambda item: ".".join(item))
-    for item, converted in _walk(checked):
-        allowed = range_of(item)
-        if allowed is not None and not allowed.holds(converted):
-            raise ConfigError(
-                f"save_setting {key}: {converted!r} is out of range: it must be {allowed.describe()}"
-            )
-    try:
-        check_text(
-            {name: value for name, value in checked.items() if name != "compaction"},
-            {(name,): f"save_setting {key}" for name in checked},
-        )
-    except RangeError as error:
-        raise ConfigError(str(error)) from None
+    parts = tuple(key.split("."))
+    converted = _converted(parts, value, f"save_setting {key}", lambda item: ".".join(item))
+    refused = _BY_KEY[parts].refusal(converted, f"save_setting {key}")
+    if refused is not None:
+        raise ConfigError(refused)
     target = Path(os.path.realpath(path))  # through any symlink, to the file itself
     document = tomlkit.parse(target.read_text(encoding="utf-8")) if target.is_file() else tomlkit.document()
     if len(parts) == 1:
-        document[parts[0]] = value
+        document[parts[0]] = converted
     else:
         table = document.get(parts[0])
         if table is None:
             table = tomlkit.table()
             document[parts[0]] = table
-        table[parts[1]] = value
+        table[parts[1]] = converted
     _replace_file(target, tomlkit.dumps(document))
     return target
 
@@ -583,29 +633,20 @@ def _replace_file(target: Path, text: str) -> None:
 
 def effective_toml(config: ResolvedConfig) -> str:
     """The effective settings as TOML, each value with a comment naming its source."""
-    import tomlkit
-
     lines = [
         f"# ctxtui settings in effect; config file: {config.path}"
         + ("" if config.path.is_file() else " (not present)"),
         "# precedence: flag > env CTXTUI_* > file > default",
-        "",
     ]
-    width = 0
-    rendered: list[tuple[str, str] | None] = []
-    for name in TOP_LEVEL_FIELDS:
-        rendered.append((f"{name} = {tomlkit.item(config.top[name]).as_string()}", config.source(name)))
-    rendered.append(None)
-    for name in COMPACTION_FIELDS:
-        value = getattr(config.compaction, name)
-        rendered.append((f"{name} = {tomlkit.item(value).as_string()}", config.source("compaction", name)))
-    width = max(len(item[0]) for item in rendered if item is not None)
-    for item in rendered:
-        if item is None:
-            lines.extend(["", "[compaction]"])
-            continue
-        text, source = item
-        lines.append(f"{text.ljust(width)}  # {source}")
+    rendered = [(item, f"{item.name} = {_toml(config.value(item))}") for item in SETTINGS]
+    width = max(len(text) for _, text in rendered)
+    table: str | None = None
+    lines.append("")
+    for item, text in rendered:
+        if item.table != table:
+            table = item.table
+            lines.extend(["", f"[{table}]"])
+        lines.append(f"{text.ljust(width)}  # {config.source(*item.key)}")
     return "\n".join(lines) + "\n"
 
 
@@ -618,6 +659,7 @@ __all__ = [
     "COMPACTION_FIELDS",
     "DEFAULT_MODEL",
     "ENV_PREFIX",
+    "SETTINGS",
     "TOP_LEVEL_FIELDS",
     "ConfigError",
     "ResolvedConfig",
@@ -632,5 +674,8 @@ __all__ = [
     "resolve_config",
     "save_setting",
     "setting_names",
+    "setting_of",
+    "settings_help",
+    "settings_table_markdown",
     "unknown_environment",
 ]

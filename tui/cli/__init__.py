@@ -39,6 +39,7 @@ COMMANDS_HELP = """commands:
   ctxtui sessions --prune [--older-than DAYS] [--keep N] [--dry-run]
                                 remove old sessions and the archive files no remaining session needs
   ctxtui config                 the effective settings as TOML, each with its source
+  ctxtui config --markdown      every setting with its default, allowed values and help (README's tables)
   ctxtui inspect FILE --report  totals, breakdown and a dry run of the pipeline for a history file
   ctxtui proxy [--port P]       watch any Messages-API client: a loopback proxy that records each call
   ctxtui inspect FILE --ledger --facts  what compaction took out, and which facts are no longer visible
@@ -50,20 +51,10 @@ class UsageError(Exception):
 
 
 def _settings_help() -> str:
-    """The settings the config file, CTXTUI_* and --set take, with their defaults, and the file's path."""
-    import dataclasses
+    """The settings the config file, CTXTUI_* and --set take, with their help and defaults, and the file's path."""
+    from core.config import config_path, settings_help
 
-    from core.compaction import CompactionSettings
-    from core.config import TOP_LEVEL_HELP, config_path, top_level_defaults
-
-    defaults = top_level_defaults()
-    lines = [f"settings (precedence: flags > CTXTUI_<FIELD> > {config_path()} > defaults):"]
-    for name, text in TOP_LEVEL_HELP.items():
-        lines.append(f"  {name:<30} {text} (default {defaults[name]!r})")
-    lines.append("  [compaction] (also --set FIELD=VALUE):")
-    for item in dataclasses.fields(CompactionSettings):
-        lines.append(f"  {item.name:<30} default {item.default!r}")
-    return "\n".join(lines) + "\n"
+    return settings_help(config_path())
 
 
 def _common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
@@ -161,6 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     config = commands.add_parser("config", help="print the effective settings as TOML with their sources")
     _common(config, suppress=True)
+    config.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print every setting as Markdown tables instead (default, allowed values, what it does)",
+    )
     inspect = commands.add_parser("inspect", help="read a transcript, session, messages or Claude Code file")
     inspect.add_argument(
         "file", type=Path, help="a .jsonl session or transcript, or a .json list of messages / request body"
@@ -434,9 +430,10 @@ def run_prune(args: argparse.Namespace) -> int:
 
 
 def run_config(args: argparse.Namespace) -> int:
-    from core.config import effective_toml
+    from core.config import effective_toml, settings_table_markdown
 
-    sys.stdout.write(visible(effective_toml(_config(args))))
+    text = settings_table_markdown() if args.markdown else effective_toml(_config(args))
+    sys.stdout.write(visible(text))
     sys.stdout.flush()
     return EXIT_OK
 
