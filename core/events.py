@@ -3,6 +3,9 @@
 `Agent.run_turn` yields them in the order things happened; each carries the figures it reports, so
 a consumer never has to ask the agent again. `PermissionRequested` is the only event that expects an
 answer: its `reply` future.
+
+Made of value types only (core/values/): this module imports nothing else of the core, so every
+layer above the values may produce events.
 """
 
 from __future__ import annotations
@@ -11,10 +14,15 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from core.facts.ledger import LedgerChanged
-from core.facts.records import Fact, LedgerEntry
-from core.usage.miss import CacheMiss as CacheMiss  # re-exported: a contract name of core.events
-from core.usage.timeline import ContextSample, TokenCount
+# The value types the events carry (core/values/), re-exported: `CacheMiss` is a contract name of
+# core.events, and a consumer of the events finds the types of their fields here too.
+from core.values.miss import CacheMiss as CacheMiss
+from core.values.records import Fact as Fact
+from core.values.records import LedgerChanged as LedgerChanged
+from core.values.records import LedgerEntry as LedgerEntry
+from core.values.samples import ContextSample as ContextSample
+from core.values.samples import TokenCount as TokenCount
+from core.values.splice import Splice as Splice
 
 PipelineStep = Literal[
     "tool_result_budget",
@@ -224,15 +232,6 @@ class ContextSampled:
 
     sample: ContextSample
     session_cost: float | None = None
-
-
-@dataclass(frozen=True)
-class Splice:
-    """One change of the history: `removed` messages at `start` were replaced by `added`."""
-
-    start: int
-    removed: int
-    added: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

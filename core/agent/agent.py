@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from core.agent.build import SYSTEM_PROMPT, build_stack
+from core.agent.build import build_stack
 from core.agent.conversation import Conversation
 from core.agent.economics import Economics
 from core.agent.engine import EngineRunner
@@ -33,9 +33,10 @@ from core.agent.turn import WINDOW_EXCEEDED, Turn, not_run
 from core.agent.view import AgentView
 from core.archive import Archive
 from core.compaction.pipeline import Compactor
+from core.compaction.review import SummaryReview, review_summary
 from core.compaction.steering import Compaction, SteeringError
 from core.config import Settings
-from core.engines.edits import ServerEngine
+from core.engines.edits import server_engine
 from core.events import (
     AgentEvent,
     AssistantMessage,
@@ -54,8 +55,6 @@ from core.events import (
     TurnStarted,
 )
 from core.facts.rebuild import read_back
-from core.facts.records import FactReport, LedgerEntry
-from core.facts.review import SummaryReview, review_summary
 from core.history.intake import valid_text
 from core.history.messages import text_of, unanswered_request, user_pin_key
 from core.history.store import History
@@ -74,8 +73,10 @@ from core.model.base import (
 from core.sessions.log import SessionLog
 from core.text import plural
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput
+from core.tools.prompt import SYSTEM_PROMPT
 from core.usage.prices import Window, price_for
-from core.usage.timeline import ContextSample, TokenCount
+from core.values.records import FactReport, LedgerEntry
+from core.values.samples import ContextSample, TokenCount
 
 Message = dict[str, Any]
 DEFAULT_MAX_STEPS = 50
@@ -126,7 +127,7 @@ class Agent:
         self.keeper = ContextKeeper(self.state, compactor, count_tokens=self.tokens.count_text)
         self.economics = Economics(self.state, model, self.settings, self.tokens)
         """Prices every call and change against the prompt cache (core/agent/economics.py)."""
-        server = ServerEngine.from_settings(self.settings)
+        server = server_engine(self.settings)
         self.engine = EngineRunner(server, model.offline, self.state)
         self.schedule = Schedule(
             self.state,

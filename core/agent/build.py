@@ -18,21 +18,11 @@ from core.archive import Archive
 from core.compaction.pipeline import Compactor
 from core.compaction.summary import Summarize
 from core.config import Settings
-from core.engines.edits import ServerEngine
+from core.engines.edits import server_engine
 from core.model.base import Model, SummaryEvent
 from core.sessions.listing import resume_replay
 from core.sessions.log import Replay, SessionLog
 from core.tools import ToolBox, Workspace
-
-SYSTEM_PROMPT = """You are a coding agent working in the directory {workdir} through tools: bash, read_file, \
-write_file, edit_file, glob and compact. Work step by step, read before you edit, and keep answers short.
-
-Your context is kept small by a compaction pipeline. Older tool results may be replaced by \
-`[Earlier tool result saved at PATH]`, large ones by a `<persisted-output>` block with a preview, and \
-old messages by `[N messages archived at PATH]`; a `[Compacted]` message holds the current request and \
-a summary. Every PATH is relative to the working directory: read it with read_file (use offset/limit \
-for large files) when you need the full text again. Call the compact tool when a phase of work is done \
-and its details are no longer needed."""
 
 
 @dataclass(frozen=True)
@@ -108,5 +98,5 @@ def make_model(settings: Settings) -> Model:
         retry_after_cap=settings.retry_after_cap,
         cache_ttl=settings.cache_ttl,
         thinking=settings.thinking,
-        engine=ServerEngine.from_settings(settings),
+        engine=server_engine(settings),
     )

@@ -13,22 +13,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.compaction.steering import Compaction
-from core.engines.blocks import check_kept, compaction_blocks
-from core.events import (
-    AgentEvent,
-    CompactionStep,
-    ContextSampled,
-    ErrorEvent,
-    HistoryChanged,
-    LedgerChanged,
-    Notice,
-    Splice,
-)
+from core.compaction.steering import Compaction, check_kept
+from core.events import AgentEvent, CompactionStep, ContextSampled, ErrorEvent, HistoryChanged, Notice
 from core.facts.index import FactIndex, Part
+from core.history.blocks import compaction_blocks
 from core.history.messages import current_request, splice_between
 from core.history.store import History
 from core.sessions.log import SessionLog
+from core.values.records import LedgerChanged
+from core.values.splice import Splice
 
 Message = dict[str, Any]
 

@@ -28,14 +28,15 @@ from core.events import (
     Notice,
 )
 from core.model.base import Model, ModelResponse, SummaryUsage
+from core.model.counting import estimate_request
 from core.usage.cache import CacheTracker, break_even_calls
-from core.usage.counting import estimate_request
 from core.usage.figures import unknown_figures
 from core.usage.fingerprint import Fingerprinter, Position, PrefixPrint, message_digests, prefix_change
-from core.usage.miss import PrefixChange, agrees
 from core.usage.payback import expected_calls, multipliers, pays_back
 from core.usage.prices import Usage
-from core.usage.timeline import ContextSample, Timeline
+from core.usage.timeline import Timeline
+from core.values.miss import PrefixChange, agrees
+from core.values.samples import ContextSample
 
 if TYPE_CHECKING:
     from core.agent.state import ConversationState

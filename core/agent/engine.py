@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from core.engines.edits import CLEAR_THINKING, CLEAR_TOOL_USES, ServerEngine
 from core.engines.steps import server_steps
 from core.events import CompactionStep, Notice
 from core.model.base import ModelResponse
+from core.model.edits import CLEAR_THINKING, CLEAR_TOOL_USES, ServerEngine
 
 if TYPE_CHECKING:
     from core.agent.state import ConversationState

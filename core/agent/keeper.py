@@ -23,10 +23,12 @@ from core.agent.conversation import Conversation
 from core.agent.state import ConversationState
 from core.archive import Archive, ArchiveError
 from core.compaction.pipeline import Compactor
+from core.compaction.review import review_summary
 from core.compaction.run import CompactionEvent, Outcome
 from core.compaction.settings import CompactionError
 from core.compaction.steering import (
     Compaction,
+    SignedBlockError,
     SteeringError,
     drop_result,
     find_result,
@@ -35,14 +37,12 @@ from core.compaction.steering import (
     restore_result,
     undo,
 )
-from core.engines.blocks import SignedBlockError
 from core.events import (
     AgentEvent,
     CompactionHeld,
     CompactionStep,
     ErrorEvent,
     HistoryChanged,
-    LedgerEntry,
     NextCallPreview,
     Notice,
 )
@@ -51,12 +51,12 @@ from core.facts.extract import facts_of
 from core.facts.index import Part
 from core.facts.ledger import Ledger
 from core.facts.rebuild import archived_facts
-from core.facts.review import review_summary
 from core.history.messages import USER_PIN_PREFIX, find_user_message, text_of, tool_result_ids, user_pin_key
 from core.history.sizes import dumps, estimate_chars, request_chars, request_oversize
 from core.markers import kept_note
 from core.model.base import Retrying, SummaryUsage
 from core.text import one_line
+from core.values.records import LedgerEntry
 
 Message = dict[str, Any]
 SummaryStep = Literal["compact_history", "reactive_compact"]

@@ -14,9 +14,9 @@ from core.agent.state import ConversationState
 from core.events import ContextMeasured
 from core.history.tokens import TokenCounter
 from core.model.base import Model
-from core.usage.counting import count_next_request, model_window
+from core.model.counting import count_next_request, model_window
 from core.usage.prices import Window
-from core.usage.timeline import TokenCount
+from core.values.samples import TokenCount
 
 
 class ContextMeter:

@@ -21,7 +21,7 @@ from core.compaction.pipeline import Compactor
 from core.events import CompactionHeld, CompactionStep
 from core.history.tokens import TokenCounter
 from core.model.base import Model
-from core.usage.counting import estimate_request, model_window
+from core.model.counting import estimate_request, model_window
 
 if TYPE_CHECKING:
     from core.agent.economics import Economics

@@ -18,11 +18,11 @@ from core.agent.conversation import Conversation
 from core.compaction.pins import Pins
 from core.compaction.steering import Compaction
 from core.facts.ledger import Ledger
-from core.facts.records import LedgerEntry
 from core.history.store import History
 from core.usage.cache import CacheTracker, Clock
 from core.usage.prices import Price
 from core.usage.timeline import Timeline
+from core.values.records import LedgerEntry
 
 Message = dict[str, Any]
 

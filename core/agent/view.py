@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from core.archive import Archive
 from core.config import Settings
-from core.facts.records import Fact, LedgerEntry
-from core.usage.timeline import ContextSample
+from core.values.records import Fact, LedgerEntry
+from core.values.samples import ContextSample
 
 if TYPE_CHECKING:
     from core.agent.agent import Agent

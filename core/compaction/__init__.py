@@ -4,7 +4,9 @@
 - `pipeline`: `Compactor`, the steps in the order they run (budget, snip, micro, fit, summary) and
   the reactive fallback; every step saves what it removes before it replaces anything.
 - `plans`: what a step plans before it writes (replacements, a snip's cut, the copy-on-write editor).
-- `steering`: drop a result now, restore an archived one, undo a compaction.
+- `steering`: drop a result now, restore an archived one, undo a compaction; refuse a change that
+  would edit a compaction block the server signed.
+- `review`: before a summary, which of the facts the model sees it keeps and which it drops.
 
 The contract names (DESIGN.md) are importable from here: `Compactor`, `CompactionSettings`,
 `CompactionError`.

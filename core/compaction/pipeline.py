@@ -53,7 +53,7 @@ from core.compaction.run import (
 )
 from core.compaction.settings import CompactionError, CompactionSettings
 from core.compaction.summary import Summarize, summary_events
-from core.events import CompactionStep, Splice
+from core.events import CompactionStep
 from core.facts.entries import cut_entries, message_entries, removed_positions
 from core.history.messages import has_tool_use, is_tool_result, result_text
 from core.history.sizes import list_chars, message_chars, request_oversize
@@ -61,6 +61,7 @@ from core.history.store import HistorySizer
 from core.markers import parse_marker, persisted_output, placeholder, summary_message
 from core.model.base import SummaryUsage
 from core.text import plural
+from core.values.splice import Splice
 
 Message = dict[str, Any]
 

@@ -14,7 +14,6 @@ from itertools import chain
 from typing import Any
 
 from core.archive import TRANSCRIPTS_DIR
-from core.events import Splice
 from core.history.messages import (
     has_tool_use,
     is_tool_result,
@@ -24,6 +23,7 @@ from core.history.messages import (
 from core.history.sizes import SEPARATOR, list_chars, message_chars
 from core.markers import request_marker, snip_marker
 from core.text import plural
+from core.values.splice import Splice
 
 Message = dict[str, Any]
 

@@ -21,12 +21,14 @@ from typing import Any
 from core.archive import Archive, ArchiveError, SavedTranscript
 from core.compaction.plans import TRANSCRIPT_PATH_ESTIMATE, Editor, Replacement, unchanged
 from core.compaction.settings import CompactionError
-from core.events import CompactionStep, LedgerEntry, Splice, StepName
+from core.events import CompactionStep, StepName
 from core.facts.entries import Removed, count_removed, result_entry
 from core.history.sizes import dumps, message_chars
 from core.history.store import HistorySizer
 from core.markers import parse_marker
 from core.model.base import Retrying, SummaryUsage
+from core.values.records import LedgerEntry
+from core.values.splice import Splice
 
 Message = dict[str, Any]
 EventSink = Callable[[CompactionStep], Any]

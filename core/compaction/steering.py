@@ -1,18 +1,21 @@
 """What the user can do to the context by hand: drop a result now, restore an archived one, undo a step.
 
 Each function takes a history and returns a new list (copying only the messages it changes), or
-raises SteeringError with a one-line reason and changes nothing. Like the pipeline, nothing is
-replaced before its full text is safe in the archive, and every marker names the file that holds it.
+raises SteeringError with a one-line reason and changes nothing (SignedBlockError: a change that
+would edit a compaction block the server signed). Like the pipeline, nothing is replaced before its
+full text is safe in the archive, and every marker names the file that holds it.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from core.archive import Archive, ArchiveError
+from core.history.blocks import compaction_blocks
 from core.history.messages import (
     USER_PIN_PREFIX,
     find_user_message,
@@ -27,6 +30,25 @@ Message = dict[str, Any]
 
 class SteeringError(Exception):
     """The action cannot be done; nothing was changed (the message is one line)."""
+
+
+class SignedBlockError(SteeringError):
+    """A change would edit or drop a compaction block the server signed (core/history/blocks.py)."""
+
+
+def _signed(messages: Sequence[Message]) -> Counter[str]:
+    return Counter(json.dumps(block, sort_keys=True) for _, _, block in compaction_blocks(messages))
+
+
+def check_kept(before: Sequence[Message], after: Sequence[Message], action: str) -> None:
+    """Refuse (SignedBlockError) a change from `before` to `after` that edits or drops a signed
+    compaction block of `before`."""
+    kept, now = _signed(before), _signed(after)
+    if any(now[key] < count for key, count in kept.items()):
+        raise SignedBlockError(
+            f"{action} refused: it would change a compaction block the server signed "
+            "(the server would refuse it)"
+        )
 
 
 def find_result(messages: Sequence[Message], tool_use_id: str) -> tuple[int, int] | None:

@@ -26,17 +26,18 @@ from core.archive import Archive
 from core.compaction import Compactor
 from core.compaction.run import Outcome
 from core.config import Settings
-from core.engines.blocks import is_compaction
-from core.engines.edits import ServerEngine
+from core.engines.edits import server_engine
 from core.engines.policies import clear_candidates, result_of, seen_from
 from core.engines.pricing import Bill, Memo, PrefixCache, Running, same_prefix
 from core.engines.sources import Recorded
 from core.events import CompactionStep
 from core.facts.extract import facts_of
 from core.facts.index import escaped
+from core.history.blocks import is_compaction
 from core.history.messages import current_request
 from core.history.sizes import dumps, estimate_chars, list_chars
 from core.history.tokens import TokenCounter
+from core.model.edits import ServerEngine
 from core.model.offline import OfflineModel
 from core.text import visible
 from core.usage.payback import expected_calls, multipliers, pays_back
@@ -472,7 +473,7 @@ async def run_engine(name: str, replay: Replay) -> list[Message]:
     kind: Literal["server-clear", "server-compact"] = (
         "server-clear" if name == "server-clear" else "server-compact"
     )
-    engine = ServerEngine.from_settings(replace(replay.settings, engine=kind))
+    engine = server_engine(replace(replay.settings, engine=kind))
     assert engine is not None
     if engine.kind == "server-clear":
         return await _server_clear(replay, engine)
@@ -648,9 +649,9 @@ def _k(value: int) -> str:
 async def compare_file(path: Path, settings: Settings, progress: Progress | None = None) -> dict[str, Any]:
     """`compare` of the session file at `path` (InspectError, one line, when it is none); a ctxtui
     session's requests carry ctxtui's own system prompt and tool schemas."""
-    from core.agent.build import SYSTEM_PROMPT
     from core.engines.sources import recorded_calls
     from core.tools import ToolBox, Workspace
+    from core.tools.prompt import SYSTEM_PROMPT
 
     workdir = settings.workdir
     recorded = recorded_calls(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.engines.blocks import last_compaction
+from core.history.blocks import last_compaction
 
 Message = dict[str, Any]
 Use = tuple[int, int, dict[str, Any]]

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.engines.blocks import describe, failed
-from core.engines.edits import CLEAR_THINKING, CLEAR_TOOL_USES, COMPACT, ServerEngine
 from core.engines.policies import clear_candidates, result_of, seen_from, thinking_turns
 from core.events import CompactionStep
 from core.facts.entries import result_label, run_label
-from core.facts.records import LedgerEntry
+from core.history.blocks import describe, failed
 from core.history.sizes import dumps
+from core.model.edits import CLEAR_THINKING, CLEAR_TOOL_USES, COMPACT, ServerEngine
 from core.text import plural
+from core.values.records import LedgerEntry
 
 Message = dict[str, Any]
 

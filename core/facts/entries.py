@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from core.facts.records import LedgerEntry
 from core.history.sizes import dumps
 from core.text import one_line
+from core.values.records import LedgerEntry
 
 Message = dict[str, Any]
 Removed = tuple[LedgerEntry, Any]

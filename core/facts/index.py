@@ -23,11 +23,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.events import Splice
 from core.facts.extract import FactKey, facts_of
 from core.facts.patterns import Patterns
-from core.facts.records import Fact, FactReport, LedgerEntry
 from core.history.sizes import dumps
+from core.values.records import Fact, FactReport, LedgerEntry
+from core.values.splice import Splice
 
 Message = dict[str, Any]
 Part = tuple[int, Sequence[LedgerEntry]]

@@ -10,26 +10,12 @@ the same ledger back (`replay_change`); a resumed session starts its own log wit
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from typing import Any
 
-from core.facts.records import LedgerEntry
+from core.values.records import LedgerChanged, LedgerEntry
 
 DROP = "drop"
-
-
-@dataclass(frozen=True)
-class LedgerChanged:
-    """The ledger changed: `added` entries were appended at index `start` (what a change took out),
-    and the entries at `returned` are back in the context (`how`: "restore" or "undo")."""
-
-    start: int = 0
-    added: tuple[LedgerEntry, ...] = ()
-    returned: tuple[int, ...] = ()
-    how: str | None = None
-
-    def __bool__(self) -> bool:
-        return bool(self.added or self.returned)
 
 
 class Ledger:

@@ -7,6 +7,9 @@
   that follow those splices.
 - `categories`: `breakdown`, the characters of a history by category, kept current from the splices.
 - `tokens`: the tiktoken estimate per message.
+- `thinking`: thinking blocks, kept verbatim and checked before a request replays them.
+- `blocks`: the compaction blocks the API signs (a server engine's), found and kept as given.
+- `intake`: what enters a history from a reply or a file is made valid first.
 
 The contract names (DESIGN.md) are importable from here: `estimate_chars`, `breakdown`,
 `pairing_problems`.

@@ -20,10 +20,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from core.events import Splice
 from core.history.sizes import LIST_BRACKETS, SEPARATOR, dumps
 from core.markers import parse_marker
 from core.text import one_line
+from core.values.splice import Splice
 
 Category = Literal["user", "assistant", "thinking", "tool_use", "tool_result", "markers", "overhead"]
 CATEGORIES: tuple[Category, ...] = get_args(Category)

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from itertools import compress, count
 from typing import Any
 
-from core.events import Splice
 from core.markers import UNANSWERED_MARK, is_note, parse_marker
+from core.values.splice import Splice
 
 Message = dict[str, Any]
 Block = dict[str, Any]

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import compress, count
 from typing import Any, SupportsIndex, overload
 
-from core.events import Splice
 from core.history.messages import splice_between
 from core.history.sizes import LIST_BRACKETS, SEPARATOR, list_chars, message_chars
+from core.values.splice import Splice
 
 Message = dict[str, Any]
 Measure = Callable[[Message], int]

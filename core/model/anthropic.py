@@ -14,8 +14,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from core.engines.blocks import kept_block
-from core.engines.edits import ServerEngine, thinking_on
+from core.history.blocks import kept_block
 from core.history.intake import reply_content, valid_text
 from core.model.base import (
     SUMMARY_SYSTEM_PROMPT,
@@ -28,6 +27,7 @@ from core.model.base import (
     SummaryUsage,
     TextChunk,
 )
+from core.model.edits import ServerEngine, thinking_on
 from core.text import one_line
 from core.usage.figures import token_figure, usage_figures
 

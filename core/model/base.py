@@ -111,7 +111,7 @@ class Model(Protocol):
     `name` is what requests name, `label` what the app shows, `offline` whether this is the
     deterministic no-network model (the app says so clearly). A model may also offer
     `count_tokens(system=, messages=, tools=) -> int | None` and `context_window() -> int | None`;
-    the core looks them up with `getattr` (core/usage/counting.py), and without them its figures
+    the core looks them up with `getattr` (core/model/counting.py), and without them its figures
     are the tiktoken estimate.
     """
 

@@ -15,15 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.client_markers import FoundMarker, is_compaction_summary
-from core.events import Splice
 from core.proxy.diff import RequestDiff, diff_messages, loose_equal
 from core.text import one_line, visible
 from core.usage.cache import CacheTracker
 from core.usage.fingerprint import Fingerprinter, PrefixPrint
-from core.usage.miss import CacheMiss
 from core.usage.prices import Usage
 from core.usage.timeline import CLIENT_COMPACTION as CLIENT_COMPACTION  # re-exported for core.proxy.watch
-from core.usage.timeline import ContextSample
+from core.values.miss import CacheMiss
+from core.values.samples import ContextSample
+from core.values.splice import Splice
 
 Message = dict[str, Any]
 Outcome = Literal["pending", "complete", "client_gone", "upstream_cut", "unreachable", "stopped"]

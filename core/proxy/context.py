@@ -18,7 +18,7 @@ from core.events import ContextMeasured, Forecast
 from core.history.tokens import TokenCounter
 from core.proxy.calls import ProxyCall
 from core.usage.prices import Window, window_for
-from core.usage.timeline import TokenCount
+from core.values.samples import TokenCount
 
 
 class ProxyContext:

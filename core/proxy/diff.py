@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.events import HistoryChanged, Splice
+from core.events import HistoryChanged
 from core.history import estimate_chars
 from core.usage.fingerprint import without_cache_marks
+from core.values.splice import Splice
 
 Message = dict[str, Any]
 

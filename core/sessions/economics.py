@@ -112,7 +112,7 @@ def economics(samples: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def _disagrees(miss: Any, api: Any) -> bool:
-    from core.usage.miss import agrees
+    from core.values.miss import agrees
 
     if not isinstance(api, str):
         return False

@@ -20,11 +20,11 @@ from core.archive import Archive
 from core.facts.entries import run_label
 from core.facts.extract import facts_of
 from core.facts.rebuild import read_back
-from core.facts.records import Fact, LedgerEntry
 from core.history.sizes import message_chars
 from core.sessions.claude_code import looks_like_claude_code, read_claude_code, read_records
 from core.sessions.inspection import Inspected
 from core.text import one_line
+from core.values.records import Fact, LedgerEntry
 
 CLAUDE_CODE_STEP = "claude-code:compact_boundary"
 _TRANSCRIPT_AT = re.compile(r"transcript at:?\s*(\S+\.jsonl)")

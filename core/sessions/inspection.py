@@ -23,7 +23,7 @@ from typing import Any, Literal
 from core import jsonlines
 from core.client_markers import block_marker, client_marker, find_client_markers
 from core.compaction import CompactionSettings
-from core.events import CompactionStep, LedgerEntry
+from core.events import CompactionStep
 from core.history import estimate_chars
 from core.history.categories import CATEGORIES
 from core.history.messages import current_request
@@ -34,6 +34,7 @@ from core.sessions.claude_code import looks_like_claude_code, read_claude_code, 
 from core.sessions.economics import economics, economics_text, read_samples
 from core.sessions.log import SessionLog, valid_message
 from core.text import plural
+from core.values.records import LedgerEntry
 
 Message = dict[str, Any]
 FileKind = Literal[

@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from core.compaction.steering import Compaction
-from core.events import LedgerEntry, Splice
 from core.facts.ledger import Ledger, replay_change
 from core.history import estimate_chars, pairing_problems
 from core.history.intake import repair_history
@@ -51,6 +50,8 @@ from core.history.messages import persons_words, repair_pairing, text_of
 from core.jsonlines import BadLine, read_records
 from core.private import open_private_dir, open_private_file
 from core.text import error_line
+from core.values.records import LedgerEntry
+from core.values.splice import Splice
 
 SESSIONS_DIR = "sessions"
 SESSION_PREFIX = "session_"
@@ -75,7 +76,7 @@ ASSISTANT_BLOCK_TYPES = frozenset(
         "code_execution_tool_result",
         "mcp_tool_use",
         "mcp_tool_result",
-        "compaction",  # a server compaction's signed block (core/engines/blocks.py), kept verbatim
+        "compaction",  # a server compaction's signed block (core/history/blocks.py), kept verbatim
     }
 )
 KNOWN_BLOCK_TYPES = USER_BLOCK_TYPES | ASSISTANT_BLOCK_TYPES

@@ -1,5 +1,6 @@
 """The agent's tools: one module per tool (schema beside implementation), the workspace confinement,
-the shared result type and input checks, and the ToolBox registry that runs them by name."""
+the shared result type and input checks, the ToolBox registry that runs them by name, and the
+system prompt that names them (`prompt`)."""
 
 from __future__ import annotations
 

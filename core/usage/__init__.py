@@ -4,6 +4,7 @@
   None: unknown).
 - `prices`: the API's usage of one call, prices per model, context windows.
 - `timeline`: one sample per model call, as the agent records it.
-- `counting`: the next request's size (exact from count_tokens, else a labelled estimate) and the
-  model's window.
+
+The samples and counts themselves are value types (core/values/samples.py); asking the model for a
+count or its window is core/model/counting.py.
 """

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from core.usage.fingerprint import Position, PrefixPrint
-from core.usage.miss import CacheMiss
 from core.usage.prices import TTL_SECONDS, Price, Usage
+from core.values.miss import CacheMiss
 
 Clock = Callable[[], float]
 

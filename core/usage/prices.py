@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.usage.figures import token_figure, usage_figures
+from core.values.samples import CostParts
 
 CacheTTL = Literal["5m", "1h"]
 CACHE_TTLS: tuple[CacheTTL, ...] = ("5m", "1h")
@@ -102,20 +103,6 @@ class Usage:
     def prompt_figure(self) -> int | None:
         """`prompt_tokens` when its three parts are known, else None."""
         return None if self.unknown & _PROMPT_PARTS else self.prompt_tokens
-
-
-@dataclass(frozen=True)
-class CostParts:
-    """What one call cost, in USD, split as the bill is: uncached input, cache writes, cache reads, output."""
-
-    input: float = 0.0
-    cache_write: float = 0.0
-    cache_read: float = 0.0
-    output: float = 0.0
-
-    @property
-    def total(self) -> float:
-        return self.input + self.cache_write + self.cache_read + self.output
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from core.events import CompactionStep, cache_cost_line
-from core.facts.records import Fact
 from core.text import visible
+from core.values.records import Fact
 from tui.format import count, plural
 
 LOSSY = "compact_history"

@@ -20,7 +20,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static, TextArea
 
-from core.facts.review import SummaryReview
+from core.compaction.review import SummaryReview
 from core.text import one_line, visible
 from tui.format import count, plural
 

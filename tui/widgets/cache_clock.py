@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.events import CompactionStep, cache_cost_line
-from core.usage.timeline import ContextSample
+from core.values.samples import ContextSample
 
 
 def clock_text(seconds: float) -> str:

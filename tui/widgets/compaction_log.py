@@ -18,7 +18,7 @@ from textual.widgets.option_list import Option
 
 from core.events import CompactionStep, cache_cost_line
 from core.text import visible
-from core.usage.timeline import ContextSample
+from core.values.samples import ContextSample
 from tui.format import count, plural, short_count
 from tui.widgets.chat_blocks import STEP_ICONS
 

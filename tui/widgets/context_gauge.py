@@ -23,7 +23,7 @@ from textual.widget import Widget
 
 from core.events import CompactionStep, ContextMeasured
 from core.usage.prices import Window
-from core.usage.timeline import ContextSample, TokenCount
+from core.values.samples import ContextSample, TokenCount
 from tui.format import count, display_line, plural, short_count
 from tui.widgets.cache_clock import cache_clock_line, timing_line
 

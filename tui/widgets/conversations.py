@@ -21,7 +21,7 @@ from textual.widgets.option_list import Option
 
 from core.proxy.calls import ProxyCall, call_sample
 from core.text import visible
-from core.usage.timeline import ContextSample
+from core.values.samples import ContextSample
 from tui.format import display_line, plural
 
 _SHOWN = Style(color="spring_green2", bold=True)

@@ -22,9 +22,9 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from core.facts.ledger import Ledger, LedgerChanged
-from core.facts.records import LedgerEntry
+from core.facts.ledger import Ledger
 from core.text import one_line, visible
+from core.values.records import LedgerChanged, LedgerEntry
 from tui.format import count, plural, short_count
 
 KIND_ICONS = {"tool_result": "↩", "messages": "✂", "thinking": "✻"}

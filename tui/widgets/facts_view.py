@@ -20,8 +20,8 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from core.facts.records import FACT_KINDS, Fact, fact_rank
 from core.text import one_line, visible
+from core.values.records import FACT_KINDS, Fact, fact_rank
 from tui.format import plural
 
 LOST_PREFIX = "of your constraints"

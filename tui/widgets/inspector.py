@@ -39,11 +39,12 @@ from core.events import (
     Splice,
     StepName,
 )
-from core.facts.records import Fact, LedgerEntry
 from core.history.categories import Breakdown
 from core.markers import parse_marker
 from core.usage.prices import Window
-from core.usage.timeline import ContextSample, TokenCount, session_cost
+from core.usage.timeline import session_cost
+from core.values.records import Fact, LedgerEntry
+from core.values.samples import ContextSample, TokenCount
 from tui.format import plural
 from tui.screens.opening import ArchiveOpener
 from tui.screens.preview import LOSSY, preview_summary

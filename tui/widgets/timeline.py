@@ -31,7 +31,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from core.text import visible
-from core.usage.timeline import CLIENT_COMPACTION, ContextSample, session_cost
+from core.usage.timeline import CLIENT_COMPACTION, session_cost
+from core.values.samples import ContextSample
 from tui.format import count, one_line, plural, short_count
 
 CHART_ROWS = 8

@@ -13,7 +13,7 @@ import pytest
 
 from core.config import Settings
 from core.engines.compare import Replay, cleared_view, run_engine
-from core.engines.edits import ServerEngine
+from core.engines.edits import server_engine
 from core.engines.pricing import Memo
 from core.engines.replay import load
 from core.history.sizes import dumps
@@ -29,7 +29,7 @@ def test_the_incremental_view_is_the_rule_applied_from_scratch(path: Path, trigg
     recorded = load(path)
     settings = replace(Settings(offline=True), engine="server-clear", clear_trigger_tokens=trigger,
                        clear_keep_tool_uses=keep, clear_at_least_tokens=at_least)
-    engine = ServerEngine.from_settings(settings)
+    engine = server_engine(settings)
     assert engine is not None
     counter = TokenCounter()
     sent: list[tuple[list[Any], list[Any]]] = []

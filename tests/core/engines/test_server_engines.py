@@ -14,10 +14,11 @@ import pytest
 
 from core.agent import Agent
 from core.compaction import CompactionSettings
+from core.compaction.steering import SignedBlockError
 from core.config import Settings
-from core.engines.blocks import SignedBlockError, compaction_blocks
 from core.events import CompactionStep, ErrorEvent, Notice, TurnFinished
 from core.history import pairing_problems
+from core.history.blocks import compaction_blocks
 from tests.support.fake_context import CLEARED, failed_block
 from tests.support.fakeapi import FakeAnthropicServer, MessageReply, prompt_too_long, text_reply, tool_reply
 from tests.support.permission import run

@@ -7,7 +7,7 @@ from typing import Any
 
 from core.events import Splice
 from core.facts.index import FactIndex
-from core.facts.records import LedgerEntry
+from core.values.records import LedgerEntry
 
 Message = dict[str, Any]
 

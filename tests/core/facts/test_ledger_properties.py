@@ -33,11 +33,11 @@ from core.compaction.run import Outcome
 from core.compaction.steering import SteeringError
 from core.config import Settings
 from core.events import HistoryChanged, LedgerEntry, Splice, ToolCallFinished
-from core.facts.records import FactReport
 from core.markers import parse_marker
 from core.model.base import ModelEvent
 from core.model.offline import OfflineModel
 from core.sessions.log import SessionLog
+from core.values.records import FactReport
 
 Message = dict[str, Any]
 CONSTRAINTS = ("Never touch prod{n}.yaml", "Only edit src{n}/", "You must keep the tests green {n}",

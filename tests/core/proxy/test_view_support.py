@@ -11,7 +11,7 @@ from core.proxy.context import ProxyContext
 from core.proxy.diff import apply_splices
 from core.proxy.watch import Watch
 from core.usage.prices import window_for
-from core.usage.timeline import TokenCount
+from core.values.samples import TokenCount
 from tests.support.proxy import Driver, body, turn
 
 

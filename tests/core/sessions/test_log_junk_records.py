@@ -16,9 +16,9 @@ import pytest
 
 from core.agent import Agent
 from core.config import Settings
-from core.facts.records import LedgerEntry
 from core.sessions.listing import list_sessions, resume_replay
 from core.sessions.log import SESSIONS_DIR, SessionLog
+from core.values.records import LedgerEntry
 from tests.support.cli import ctxtui, env_without_key
 
 HISTORY = [

@@ -27,7 +27,8 @@ from core.events import (
     TurnFinished,
 )
 from core.usage.prices import price_for
-from core.usage.timeline import TokenCount, describe_sample
+from core.usage.timeline import describe_sample
+from core.values.samples import TokenCount
 from tests.support.agents import Build, sdk_agents
 from tests.support.fakeapi import (
     FakeAnthropicServer,

@@ -12,9 +12,10 @@ from core.compaction import CompactionSettings
 from core.config import Settings
 from core.events import ContextSampled
 from core.history import estimate_chars
-from core.usage.counting import estimate_request, model_window
+from core.model.counting import estimate_request, model_window
 from core.usage.prices import Price, Usage, price_for, window_for
-from core.usage.timeline import ContextSample, Timeline, describe_sample, session_cost
+from core.usage.timeline import Timeline, describe_sample, session_cost
+from core.values.samples import ContextSample
 from tests.support.permission import give_policy, run
 
 pytestmark = pytest.mark.usefixtures("no_api_key")

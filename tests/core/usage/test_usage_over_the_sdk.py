@@ -16,7 +16,7 @@ import pytest
 
 from core.events import AgentEvent, CompactionStep, ContextSampled, TextDelta, TurnFinished
 from core.history import estimate_chars
-from core.usage.counting import estimate_request, model_window
+from core.model.counting import estimate_request, model_window
 from core.usage.timeline import describe_sample
 from tests.support.agents import Build, sdk_agents
 from tests.support.fakeapi import (

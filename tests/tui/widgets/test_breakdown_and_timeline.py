@@ -13,7 +13,7 @@ from core.events import HistoryChanged, Splice
 from core.history import estimate_chars
 from core.history.categories import Breakdown
 from core.markers import placeholder
-from core.usage.timeline import ContextSample
+from core.values.samples import ContextSample
 from tui.widgets.breakdown import BreakdownView, segment_bar
 from tui.widgets.timeline import CHART_ROWS, TimelineView
 

@@ -1,25 +1,18 @@
-"""The compaction blocks the API signs: found, described, and kept byte-exact through every change.
+"""The compaction blocks the API signs: found, described, and kept as the reply gave them.
 
 A `compaction` block in a reply stands, on the server, for everything before it; ctxtui keeps it
 verbatim in the history and sends it back in place. Nothing of ours may edit or drop one: a change
-that would is refused with one line (`SignedBlockError`), the history left as it was.
+that would is refused with one line (`SignedBlockError`, core/compaction/steering.py), the history
+left as it was.
 """
 
 from __future__ import annotations
 
-import json
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from core.compaction.steering import SteeringError
-
 Message = dict[str, Any]
 BLOCK_KEYS = ("type", "content", "encrypted_content", "signature", "tool_changes")
-
-
-class SignedBlockError(SteeringError):
-    """A change would edit or drop a compaction block the server signed."""
 
 
 def is_compaction(block: Any) -> bool:
@@ -65,18 +58,3 @@ def describe(block: dict[str, Any]) -> str:
     if failed(block):
         return "server compaction failed (null content): kept as it is, the server treats it as a no-op"
     return f"server compaction: summary of {len(str(block.get('content') or '')):,} chars"
-
-
-def _signed(messages: Sequence[Message]) -> Counter[str]:
-    return Counter(json.dumps(block, sort_keys=True) for _, _, block in compaction_blocks(messages))
-
-
-def check_kept(before: Sequence[Message], after: Sequence[Message], action: str) -> None:
-    """Refuse (SignedBlockError) a change from `before` to `after` that edits or drops a signed
-    compaction block of `before`."""
-    kept, now = _signed(before), _signed(after)
-    if any(now[key] < count for key, count in kept.items()):
-        raise SignedBlockError(
-            f"{action} refused: it would change a compaction block the server signed "
-            "(the server would refuse it)"
-        )

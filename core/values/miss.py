@@ -1,7 +1,7 @@
 """Why a model call did not reuse the previous request's cached prefix (`CacheMiss`, a contract).
 
-Defined apart from the tracker that finds it (core/usage/cache.py) so that `core.events` can
-re-export it without importing the history or the fingerprint code.
+A value type (core/values/): the tracker that finds it is core/usage/cache.py, and `core.events`
+re-exports it.
 """
 
 from __future__ import annotations

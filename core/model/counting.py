@@ -21,7 +21,7 @@ from core.history.tokens import TokenCounter
 from core.model.base import Model, ModelError
 from core.text import one_line
 from core.usage.prices import Window, window_for
-from core.usage.timeline import TokenCount
+from core.values.samples import TokenCount
 
 
 def estimate_request(tokens: TokenCounter, system: str, messages: Sequence[Any], tools: Sequence[Any]) -> int:

@@ -1,5 +1,6 @@
 """The ledger's and the fact check's records (DESIGN.md, "What compaction took, and which facts the
-model can still see"): plain frozen dataclasses, JSON-ready through `dataclasses.asdict`."""
+model can still see"): plain frozen dataclasses, JSON-ready through `dataclasses.asdict`. The ledger
+that keeps the entries is core/facts/ledger.py."""
 
 from __future__ import annotations
 
@@ -73,6 +74,20 @@ class LedgerEntry:
         except (KeyError, TypeError, ValueError, IndexError):
             return None
         return entry
+
+
+@dataclass(frozen=True)
+class LedgerChanged:
+    """The ledger changed: `added` entries were appended at index `start` (what a change took out),
+    and the entries at `returned` are back in the context (`how`: "restore" or "undo")."""
+
+    start: int = 0
+    added: tuple[LedgerEntry, ...] = ()
+    returned: tuple[int, ...] = ()
+    how: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.returned)
 
 
 def _text(value: Any) -> str:

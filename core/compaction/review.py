@@ -18,9 +18,9 @@ from typing import Any
 from core.compaction.pins import carried_pins, request_pinned
 from core.compaction.plans import TRANSCRIPT_PATH_ESTIMATE
 from core.facts.index import escaped
-from core.facts.records import Fact, FactReport, fact_rank
 from core.history.sizes import dumps
 from core.markers import summary_message
+from core.values.records import Fact, FactReport, fact_rank
 
 Message = dict[str, Any]
 
