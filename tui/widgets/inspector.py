@@ -39,13 +39,13 @@ from core.events import (
     Splice,
     StepName,
 )
-from core.history.categories import Breakdown
 from core.markers import parse_marker
 from core.usage.prices import Window
 from core.usage.timeline import session_cost
 from core.values.records import Fact, LedgerEntry
 from core.values.samples import ContextSample, TokenCount
 from tui.format import plural
+from tui.history_model import HistoryModel
 from tui.screens.opening import ArchiveOpener
 from tui.screens.preview import LOSSY, preview_summary
 from tui.widgets.breakdown import BreakdownView
@@ -132,8 +132,8 @@ class Inspector(Vertical):
         own = AGENT_VIEWS if not start.watched else ()
         self.view_names = (*VIEWS, *own, *(str(view.id) for view in self.extra_views))
         self.request_extra = dict(start.request_extra)
-        self.tracker = Breakdown(start.messages)
-        """The breakdown of the history, kept current from the splices (never re-walked)."""
+        self.history = HistoryModel(start.messages, start.chars)
+        """The UI's one copy of the history, the splices applied once (tui/history_model.py)."""
         self.next_count: TokenCount | None = None
         """The last count of the next request (None until counted, and after a reset)."""
         self.preview: NextCallPreview | None = None
@@ -241,7 +241,7 @@ class Inspector(Vertical):
     # --- the core's events --------------------------------------------------------------------------
 
     def history_changed(self, event: HistoryChanged) -> None:
-        self.tracker.apply(event.changes)
+        self.history.apply(event.changes, event.chars)
         self.message_tree.push(event.changes, event.chars)
         self.gauge.history_changed(event.chars, event.length)
         if event.reason == "undo":
@@ -296,7 +296,7 @@ class Inspector(Vertical):
             HistoryChanged(
                 length=len(messages),
                 chars=chars,
-                changes=(Splice(0, len(self.tracker), tuple(messages)),),
+                changes=(Splice(0, len(self.history), tuple(messages)),),
                 reason="replace",
             )
         )
@@ -398,7 +398,7 @@ class Inspector(Vertical):
     def _paint_breakdown(self) -> None:
         found = self.next_count
         self.breakdown_view.follow(
-            self.tracker,
+            self.history.breakdown,
             tokens=found.tokens if found is not None else None,
             exact=found is not None and found.exact,
             request_extra=self.request_extra,
@@ -446,9 +446,9 @@ class Inspector(Vertical):
         await self.opener.open_step_file("", event.fact.path or "")
 
     def summary_of(self, transcript: str) -> str | None:
-        """The summary now in context that replaced `transcript`, from the tree's own copy of the history."""
+        """The summary now in context that replaced `transcript` (the UI's history)."""
         summary = None
-        for message, _ in self.message_tree.entries:
+        for message in self.history.messages:
             content = message.get("content")
             texts = (
                 [content]

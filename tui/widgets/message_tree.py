@@ -1,10 +1,11 @@
 """MessageTree: one node per message of the history, children per block, markers styled by kind.
 
-The tree holds its own copy of the history's shape: (message, node) pairs. It never reads the agent:
-it applies the splices each `HistoryChanged` carries (`push`), in order, in one worker that touches
-only the nodes they change: a replaced message is relabelled in place, removed ones are dropped in
-one cut, new ones are added in chunks with `asyncio.sleep(0)` between them. Block children are added
-when a message is expanded.
+The tree holds one node per message (each node's data holds its message; the UI's history itself is
+the inspector's `HistoryModel`, tui/history_model.py). It never reads the agent: it applies the
+splices each `HistoryChanged` carries (`push`), in order, in one worker that touches only the nodes
+they change: a replaced message is relabelled in place, removed ones are dropped in one cut, new
+ones are added in chunks with `asyncio.sleep(0)` between them. Block children are added when a
+message is expanded.
 
 The labels come from `NodeLabels` (tui/widgets/node_labels.py): a marker is styled (and can be
 opened) only if the archive resolves its path; anything else is shown as the plain text it is.
@@ -112,7 +113,8 @@ class MessageTree(AppendableTree[NodeInfo], Tree[NodeInfo]):
         self.show_root = False
         self.guide_depth = 3
         self.archive = archive
-        self.entries: list[tuple[dict[str, Any], TreeNode[NodeInfo]]] = []
+        self.nodes: list[TreeNode[NodeInfo]] = []
+        """One node per message, in order (each node's data holds its message: no list of messages here)."""
         self.chars = estimate_chars(messages) if chars is None else chars
         """`estimate_chars` of the history the tree shows (from the last HistoryChanged)."""
         self._queue: list[Splice] = [Splice(0, 0, tuple(messages))] if messages else []
@@ -156,21 +158,21 @@ class MessageTree(AppendableTree[NodeInfo], Tree[NodeInfo]):
         A splice with `removed == -1` replaces everything.
         """
         for change in changes:
-            removed = len(self.entries) if change.removed < 0 else change.removed
+            removed = len(self.nodes) if change.removed < 0 else change.removed
             await self._splice(change.start, removed, change.added)
         self._finish()
 
     async def _splice(self, start: int, removed: int, added: Sequence[dict[str, Any]]) -> None:
-        entries = self.entries
+        nodes = self.nodes
         kept = min(removed, len(added))
         for offset in range(kept):  # same place, new message: relabel the node in place
             index = start + offset
-            entries[index] = (added[offset], self._update_node(entries[index][1], index, added[offset]))
+            nodes[index] = self._update_node(nodes[index], index, added[offset])
         if removed > kept:
             self._drop(start + kept, start + removed)
         for offset in range(kept, len(added)):
             index = start + offset
-            entries.insert(index, (added[offset], self._add_message(index, added[offset])))
+            nodes.insert(index, self._add_message(index, added[offset]))
             if (offset - kept + 1) % CHUNK == 0:
                 await asyncio.sleep(0)
         if removed != len(added):
@@ -178,15 +180,15 @@ class MessageTree(AppendableTree[NodeInfo], Tree[NodeInfo]):
 
     def _drop(self, start: int, stop: int) -> None:
         """Remove the nodes of messages `start:stop` in one cut (the root's children line up with
-        `entries`; TreeNode.remove, once per node, makes removing many quadratic)."""
+        `nodes`; TreeNode.remove, once per node, makes removing many quadratic)."""
         for node in self.cut_root_children(start, stop):
             self._widths.pop(node.id, None)
-        del self.entries[start:stop]
+        del self.nodes[start:stop]
 
     def _renumber(self, start: int) -> None:
         """Messages from `start` on moved: give them their new numbers (labels and indices)."""
-        for index in range(start, len(self.entries)):
-            node = self.entries[index][1]
+        for index in range(start, len(self.nodes)):
+            node = self.nodes[index]
             info = node.data
             if info is None or info.index == index:
                 continue
@@ -200,18 +202,18 @@ class MessageTree(AppendableTree[NodeInfo], Tree[NodeInfo]):
     def _finish(self) -> None:
         self.refresh()
         self._set_title()
-        if not self.has_focus and self.entries:
+        if not self.has_focus and self.nodes:
             self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
 
     def _set_title(self) -> None:
-        self.border_title = f"Messages · {count(len(self.entries))} · {count(self.chars)} chars"
+        self.border_title = f"Messages · {count(len(self.nodes))} · {count(self.chars)} chars"
 
     def node_for(self, index: int) -> TreeNode[NodeInfo]:
-        return self.entries[index][1]
+        return self.nodes[index]
 
     def select_entry(self, index: int, block: int | None = None) -> None:
         """Focus the tree with its cursor on message `index` (on its block `block`, expanded)."""
-        if not 0 <= index < len(self.entries):
+        if not 0 <= index < len(self.nodes):
             return
         node = self.node_for(index)
         if block is not None and node.allow_expand:
@@ -307,8 +309,8 @@ class MessageTree(AppendableTree[NodeInfo], Tree[NodeInfo]):
     # --- interaction ----------------------------------------------------------------------------
 
     def on_focus(self) -> None:
-        if self.cursor_line < 0 and self.entries:
-            self.move_cursor(self.entries[-1][1])
+        if self.cursor_line < 0 and self.nodes:
+            self.move_cursor(self.nodes[-1])
 
     @on(Tree.NodeExpanded)
     def _expanded(self, event: Tree.NodeExpanded[NodeInfo]) -> None:
@@ -350,7 +352,8 @@ class MessageTree(AppendableTree[NodeInfo], Tree[NodeInfo]):
         if not changed:
             return
         users = any(key.startswith(USER_PIN_PREFIX) for key in changed)
-        for index, (message, node) in enumerate(self.entries):
+        for index, node in enumerate(self.nodes):
+            message = node.data.message if node.data is not None else {}
             if changed.intersection(tool_result_ids(message)) or (users and user_pin_key(message) in changed):
                 self._update_node(node, index, message)
         self.rebuild_lines()
@@ -362,11 +365,17 @@ class MessageTree(AppendableTree[NodeInfo], Tree[NodeInfo]):
         if not added:
             return
         self.labels.cleared |= added
-        for index, (message, node) in enumerate(self.entries):
+        for index, node in enumerate(self.nodes):
+            message = node.data.message if node.data is not None else {}
             if added.intersection(tool_result_ids(message)):
                 self._update_node(node, index, message)
         self.rebuild_lines()
         self.refresh()
+
+    @property
+    def entries(self) -> list[tuple[dict[str, Any], TreeNode[NodeInfo]]]:
+        """(message, node) per message the tree shows, read off its nodes."""
+        return [(node.data.message if node.data is not None else {}, node) for node in self.nodes]
 
     @property
     def selected(self) -> NodeInfo | None:

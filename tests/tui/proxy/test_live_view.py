@@ -112,7 +112,7 @@ async def test_the_tree_follows_the_requests_splices_node_by_node(fake_api: Fake
             await settled(pilot, app, 2)
             assert shown_messages(app) == edited
             assert tree.entries[0][1] is first_node, "an unchanged message keeps its node"
-            breakdown = app.view.inspector.tracker
+            breakdown = app.view.inspector.history.breakdown
             assert breakdown.chars == estimate_chars(edited)
 
 
