@@ -38,11 +38,20 @@ OMISSION_RE = re.compile(
 )
 
 
+RECALL_LINE = (
+    "Removed results and messages are searchable with search_context; your notes (the note tool) "
+    "survive every compaction."
+)
+"""The line a summary message adds before its transcript's path, naming both recall features (an
+addition to the contract's format: a text without it, written before, still parses)."""
+
+
 def summary_message(title: str, request: str, summary: str, path: str) -> str:
     """The body of a [Compacted] or [Reactive compact] message."""
     return (
         f"[{title}]\n\n{CURRENT_REQUEST_HEADING}{request}\n\n"
-        f"{SUMMARY_HEADING}{json.dumps(summary, ensure_ascii=False)}\n\nFull transcript: {path}"
+        f"{SUMMARY_HEADING}{json.dumps(summary, ensure_ascii=False)}\n\n{RECALL_LINE}"
+        f"\n\nFull transcript: {path}"
     )
 
 
@@ -89,6 +98,7 @@ _SUMMARY_TITLES: dict[str, MarkerKind] = {
 }
 _SUMMARY_SPLIT = f"\n\n{SUMMARY_HEADING}"
 _TRANSCRIPT_LINE = "\n\nFull transcript: "
+_RECALL_TAIL = f"\n\n{RECALL_LINE}"
 
 
 @dataclass(frozen=True)
@@ -139,7 +149,8 @@ def _summary(text: str) -> Marker | None:
     """`[Compacted]` or `[Reactive compact]`, the request, the summary and the transcript's path.
 
     As the format's regex read it: the path is the text after the last "Full transcript" line (it
-    holds no newline), and the request runs to the last summary heading before that line.
+    holds no newline), and the request runs to the last summary heading before that line. A summary
+    written since the recall features is followed by RECALL_LINE, which is not part of it.
     """
     title = next((title for title in _SUMMARY_TITLES if text.startswith(title)), None)
     if title is None or not text.startswith(CURRENT_REQUEST_HEADING, len(title)):
@@ -154,6 +165,8 @@ def _summary(text: str) -> Marker | None:
     if split < 0:
         return None
     summary = text[split + len(_SUMMARY_SPLIT) : line]
+    if summary.endswith(_RECALL_TAIL):  # written since the recall features (a JSON string never ends so)
+        summary = summary[: -len(_RECALL_TAIL)]
     decoded = parse_json(summary)  # core/jsonlines.py: never raises, bounded in depth
     summary = decoded if isinstance(decoded, str) else summary
     return Marker(kind, path, request=text[body_start:split], summary=summary)

@@ -19,8 +19,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.markers import Marker, parse_marker, persisted_output, placeholder, snip_marker, summary_message
+from core.markers import (
+    RECALL_LINE,
+    Marker,
+    parse_marker,
+    persisted_output,
+    placeholder,
+    snip_marker,
+    summary_message,
+)
 
+# Since the recall features a summary message names them in one line before its transcript's path
+# (an addition: the contract's regex still matches, reading the line as the end of the summary).
+SUMMARY_RECALL = re.compile(r"\A\[(?P<title>Compacted|Reactive compact)\]\n\nCurrent user request:\n(?P<request>.*)"
+                            r"\n\nConversation summary \(reference only\):\n(?P<summary>.*)\n\n"
+                            + re.escape(RECALL_LINE) + r"\n\nFull transcript: (?P<path>[^\n]+)\Z", re.DOTALL)
 REFERENCE = {
     "persisted": re.compile(r"\A<persisted-output>\nFull output: (?P<path>[^\n]+)\nPreview:\n(?P<preview>.*)"
                             r"\n</persisted-output>\Z", re.DOTALL),
@@ -40,7 +53,7 @@ def reference(text: str) -> Marker | None:
         return Marker("persisted", match["path"], preview=match["preview"])
     if match := REFERENCE["snip"].match(text):
         return Marker("snip", match["path"], count=int(match["count"]))
-    if match := REFERENCE["summary"].match(text):
+    if match := SUMMARY_RECALL.match(text) or REFERENCE["summary"].match(text):
         summary: Any = match["summary"]
         try:
             decoded = json.loads(summary)
@@ -56,7 +69,8 @@ def reference(text: str) -> Marker | None:
 PIECES = ["\n", "\n\n", "[", "]", "<persisted-output>", "</persisted-output>", "\nFull output: ", "Preview:\n",
           "\n</persisted-output>", "[Compacted]\n\n", "[Reactive compact]\n\n", "Current user request:\n",
           "\n\nConversation summary (reference only):\n", "\n\nFull transcript: ", "Full transcript: ", '"s"',
-          "a.txt", "x", " ", "12", " messages archived at ", "[Earlier tool result saved at "]
+          "a.txt", "x", " ", "12", " messages archived at ", "[Earlier tool result saved at ", RECALL_LINE,
+          "\n\n" + RECALL_LINE]
 pieces = st.lists(st.sampled_from(PIECES), max_size=12).map("".join)
 texts = st.one_of(
     pieces,
@@ -73,6 +87,17 @@ texts = st.one_of(
 @given(text=texts)
 def test_parse_marker_agrees_with_the_contract_formats(text: str) -> None:
     assert parse_marker(text) == reference(text)
+
+
+def test_a_summary_written_before_the_recall_line_reads_as_one_written_since() -> None:
+    old = ('[Compacted]\n\nCurrent user request:\nfix it\n\nConversation summary (reference only):\n"done: a"'
+           "\n\nFull transcript: .transcripts/t.jsonl")
+    new = summary_message("Compacted", "fix it", "done: a", ".transcripts/t.jsonl")
+    assert new == old.replace("\n\nFull transcript", f"\n\n{RECALL_LINE}\n\nFull transcript")
+    assert parse_marker(old) == parse_marker(new) == Marker(
+        "compacted", ".transcripts/t.jsonl", request="fix it", summary="done: a"
+    )
+    assert "search_context" in RECALL_LINE and "note" in RECALL_LINE
 
 
 class Scanned(str):

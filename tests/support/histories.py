@@ -10,6 +10,7 @@ from typing import Any
 
 from core.archive import Archive
 from core.compaction import CompactionSettings, Compactor
+from core.markers import RECALL_LINE
 
 Message = dict[str, Any]
 
@@ -141,7 +142,7 @@ def summary_prefix(title: str, request: str, summary: str) -> str:
     return (
         f"[{title}]\n\nCurrent user request:\n{request}\n\n"
         f"Conversation summary (reference only):\n{json.dumps(summary, ensure_ascii=False)}\n\n"
-        "Full transcript: "
+        f"{RECALL_LINE}\n\nFull transcript: "
     )
 
 

@@ -389,7 +389,7 @@ async def test_compact_history_direct_with_focus_and_short_history(tmp_path: Pat
 
 async def test_reactive_compact_keeps_last_five_and_the_pair(tmp_path: Path) -> None:
     messages = [
-        user("start"),
+        user("start: " + "background " * 30),  # what it summarises outweighs the summary message
         assistant([{"type": "text", "text": "a"}]),
         user("more"),
         assistant([{"type": "text", "text": "b"}]),
