@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +61,7 @@ UNANSWERED_MARK = (
     "[An earlier request that got no answer: the turn ended before a reply. The current request follows.]"
 )
 KEPT_HEADING = "[Kept by you, from earlier in this conversation]"
+NOTES_HEADING = "[Your notes (the note tool): kept verbatim through every compaction]"
 
 
 def restored_message(path: str, text: str) -> str:
@@ -74,8 +76,20 @@ def unanswered(request: str) -> str:
 
 def is_note(text: str) -> bool:
     """Text ctxtui put into a user message that is not the person's request: a restored result, an
-    unanswered request or a kept constraint."""
-    return text.startswith((RESTORED_HEADING.split("{")[0], UNANSWERED_MARK, KEPT_HEADING))
+    unanswered request, a kept constraint or the model's notes."""
+    return text.startswith((RESTORED_HEADING.split("{")[0], UNANSWERED_MARK, KEPT_HEADING, NOTES_HEADING))
+
+
+def notes_message(notes: Sequence[str]) -> str:
+    """The one message that holds the model's notes after a compaction (core/compaction/notes.py):
+    the heading, then each note verbatim after its number ("1. "), one after the other."""
+    return "\n".join([NOTES_HEADING, *(f"{number}. {text}" for number, text in enumerate(notes, 1))])
+
+
+def is_notes_message(text: Any) -> bool:
+    """`text` is the text of a notes message, known by its heading (one the person typed is taken for
+    an old notes message: it is not their request, and a snip may archive it)."""
+    return isinstance(text, str) and (text == NOTES_HEADING or text.startswith(NOTES_HEADING + "\n"))
 
 
 def request_marker(request: str) -> str:

@@ -107,14 +107,15 @@ def request_pinned(pinned: frozenset[str], request: str) -> bool:
     return bool(request) and user_pin_key({"role": "user", "content": request}) in pinned
 
 
-def holding(pinned: frozenset[str], request: str, limit: int) -> str:
-    """One line on what keeps the history over the limit, for the warning in a step's event."""
+def holding(pinned: frozenset[str], request: str, limit: int, notes: int = 0) -> str:
+    """One line on what keeps the history over the limit, for the warning in a step's event (`notes`:
+    the size of the model's notes message, 0 without notes)."""
     if len(request) > limit:
         return (
             f"the current request alone is {len(request):,} chars, over the {limit:,} limit: "
             "shorten it or save it as a file the model can read"
         )
-    if pinned:
+    if pinned or notes:
         users = sum(key.startswith(USER_PIN_PREFIX) for key in pinned)
         results = len(pinned) - users
         held = ", ".join(
@@ -122,11 +123,13 @@ def holding(pinned: frozenset[str], request: str, limit: int) -> str:
             for part in (
                 f"{results} pinned result(s)" if results else "",
                 f"{users} pinned message(s)" if users else "",
+                f"the model's notes ({notes:,} chars)" if notes else "",
             )
             if part
         )
+        advice = "unpin some to free room" if pinned else "the notes stay until the model removes them"
         return (
             f"what remains (the current request, {held} and the newest "
-            f"messages) cannot be shortened below {limit:,} chars: unpin some to free room"
+            f"messages) cannot be shortened below {limit:,} chars: {advice}"
         )
     return f"what remains (the current request and the newest messages) cannot be shortened below {limit:,} chars"

@@ -19,7 +19,8 @@ same calls and hand each step to `on_event`.
 Steering: `Compactor.pinned` holds tool_use ids whose results survive every step byte-exact (and
 `user:` keys, `core.history.messages.user_pin_key`, of user messages that do the same), and
 `Compactor.dry_run` makes the decisions `prepare` would make, with the same figures, writing
-nothing and calling no model.
+nothing and calling no model. `Compactor.notes` are the model's notes: a step that removes messages
+puts them, verbatim, right after its marker or summary (core/compaction/notes.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
 
 from core.archive import Archive
+from core.compaction.notes import Notebook, is_notes, notes_to_carry
 from core.compaction.pins import Pins, carried_pins, holding, is_pinned, pinned_messages, request_pinned
 from core.compaction.plans import (
     TRANSCRIPT_PATH_ESTIMATE,
@@ -58,7 +60,7 @@ from core.facts.entries import cut_entries, message_entries, removed_positions
 from core.history.messages import has_tool_use, is_tool_result, result_text
 from core.history.sizes import list_chars, message_chars, request_oversize
 from core.history.store import HistorySizer
-from core.markers import parse_marker, persisted_output, placeholder, summary_message
+from core.markers import notes_message, parse_marker, persisted_output, placeholder, summary_message
 from core.model.base import SummaryUsage
 from core.text import plural
 from core.values.splice import Splice
@@ -86,6 +88,7 @@ class Compactor:
         on_event: EventSink | None = None,
         *,
         pins: Pins | None = None,
+        notebook: Notebook | None = None,
         count_tokens: CountTokens | None = None,
     ) -> None:
         self.archive = archive
@@ -96,6 +99,8 @@ class Compactor:
         self.count_tokens = count_tokens  # the tokens of what a step takes out (ledger entries)
         self.pins = pins if pins is not None else Pins()
         """The pins every step reads (the agent's state owns them and hands the compactor the object)."""
+        self.notebook = notebook if notebook is not None else Notebook()
+        """The model's notes, which every step that removes messages carries (core/compaction/notes.py)."""
         self._sizer = HistorySizer()
         self._run: CompactionRun | None = None  # the call running now
         # A request that alone is over the limit: the summary was refused for it once (with the
@@ -110,6 +115,11 @@ class Compactor:
     @pinned.setter
     def pinned(self, keys: frozenset[str]) -> None:
         self.pins.keys = keys
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The model's notes: every step keeps them in the context verbatim (core/compaction/notes.py)."""
+        return self.notebook.notes
 
     def estimate_chars(self, messages: Sequence[Message]) -> int:
         """`core.history.estimate_chars`, incremental for the history this compactor keeps seeing."""
@@ -200,7 +210,9 @@ class Compactor:
         When the middle holds nothing new (only the earlier marker and copies of the request),
         nothing is snipped. If `active_request` is given and the cut archived every copy of it,
         it is put back right after the marker, before the kept tail: the model reads the
-        request, then the work done on it.
+        request, then the work done on it. The model's notes follow the marker (one notes message)
+        unless the kept messages hold that very message already; an older notes message in the
+        middle is not something new to snip.
         """
         run = self._step_run(messages)
         plan = self._plan_snip(run, messages, active_request)
@@ -277,15 +289,16 @@ class Compactor:
                 archived_before += earlier
                 continue
             archived_now += 1
-            if not is_request_copy(message, active_request):
+            if not is_request_copy(message, active_request) and not is_notes(message):
                 new += 1
         if new == 0:
             return None
-        readd = active_request is not None and not request_visible(
-            [*messages[:head_end], *(messages[index] for index in kept), *messages[tail_start:]],
-            active_request,
+        staying = [*messages[:head_end], *(messages[index] for index in sorted(kept)), *messages[tail_start:]]
+        readd = active_request is not None and not request_visible(staying, active_request)
+        notes = notes_to_carry(self.notes, staying)
+        return SnipPlan(
+            head_end, tail_start, archived_before, archived_now, readd, tuple(sorted(kept)), tuple(notes)
         )
-        return SnipPlan(head_end, tail_start, archived_before, archived_now, readd, tuple(sorted(kept)))
 
     # --- step 3 --------------------------------------------------------------------------------
 
@@ -424,10 +437,10 @@ class Compactor:
 
         Writes the whole history to a transcript, asks the model for a factual summary and
         replaces the history with one `[Compacted]` message that keeps the current user request
-        apart from the summary and names the transcript; what is pinned follows it (pinned
-        results each in a pair with its tool_use), and after them the current request again, so
-        the request is the last thing the model reads. Raises CompactionError (history
-        untouched) if the transcript or the summary fails.
+        apart from the summary and names the transcript; the model's notes (one notes message) and
+        what is pinned follow it (pinned results each in a pair with its tool_use), and after them
+        the current request again, so the request is the last thing the model reads. Raises
+        CompactionError (history untouched) if the transcript or the summary fails.
 
         Called directly (the compact tool or command), a result larger than the history is
         refused only when it would also be over `context_char_limit`. Inside `prepare` a result
@@ -471,7 +484,7 @@ class Compactor:
             return
         if summary is not None and not summary.strip():
             raise CompactionError("the summary is empty; history left as it was")
-        carried = carried_pins(self.pinned, messages, request)
+        carried = [*notes_to_carry(self.notes, ()), *carried_pins(self.pinned, messages, request)]
         transcript, sizes = await run.transcript(messages)
         if summary is None:
             async for event in summary_events(self.summarize, messages, focus, transcript, self._input_limit):
@@ -506,11 +519,12 @@ class Compactor:
 
         Saves the whole history, summarises everything but the newest `reactive_keep_messages`
         messages (moving the cut so a tool_use/tool_result pair stays together) and puts one
-        `[Reactive compact]` message, the pinned pairs of what it summarised and (when pins were
-        carried and the kept messages hold no copy) the current request in front of them. The
-        result is never larger than the refused history: when keeping the newest messages leaves
-        it as large, everything is summarised; when even that does not make it smaller,
-        CompactionError says so in one line and nothing is replaced.
+        `[Reactive compact]` message, the model's notes (unless the kept messages hold them), the
+        pinned pairs of what it summarised and (when notes or pins were carried and the kept
+        messages hold no copy) the current request in front of them. The result is never larger
+        than the refused history: when keeping the newest messages leaves it as large, everything
+        is summarised; when even that does not make it smaller, CompactionError says so in one line
+        and nothing is replaced.
         """
         return as_list((await self._finish(self.reactive_events(messages, active_request))).messages)
 
@@ -540,8 +554,8 @@ class Compactor:
                 "role": "user",
                 "content": summary_message("Reactive compact", request, summary, transcript),
             }
-            carried = carried_pins(self.pinned, old_history, request)
             tail = list(messages[tail_start:])
+            carried = [*notes_to_carry(self.notes, tail), *carried_pins(self.pinned, old_history, request)]
             readd = (
                 request_last(carried, request, request_pinned(self.pinned, request))
                 if not request_visible(tail, request)
@@ -723,7 +737,8 @@ class Compactor:
         return self.settings.summary_input_char_limit
 
     def _holding(self, request: str) -> str:
-        return holding(self.pinned, request, self.settings.context_char_limit)
+        notes = len(notes_message(self.notes)) if self.notes else 0
+        return holding(self.pinned, request, self.settings.context_char_limit, notes)
 
     async def summarize_history(
         self, messages: Sequence[Message], focus: str | None, transcript: str | None = None

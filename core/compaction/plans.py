@@ -65,6 +65,7 @@ class SnipPlan:
     archived_now: int  # messages of this history that go to the transcript's middle
     request_readded: bool
     kept: tuple[int, ...] = ()  # pinned pairs in the middle: they stay, right after the marker
+    notes: tuple[Message, ...] = ()  # the notes message that follows the marker (core/compaction/notes.py)
 
     @property
     def count(self) -> int:
@@ -77,6 +78,8 @@ class SnipPlan:
             detail += f" ({self.count} in all with the {self.archived_before} archived earlier)"
         if self.request_readded:
             detail += "; the current request was put back after the marker"
+        if self.notes:
+            detail += "; the notes follow the marker"
         return detail
 
     def result(
@@ -87,7 +90,14 @@ class SnipPlan:
             [{"role": "user", "content": active_request}] if self.request_readded and active_request else []
         )
         kept = [messages[index] for index in self.kept]
-        return [*messages[: self.head_end], marker, *kept, *request, *messages[self.tail_start :]]
+        return [
+            *messages[: self.head_end],
+            marker,
+            *self.notes,
+            *kept,
+            *request,
+            *messages[self.tail_start :],
+        ]
 
     def chars(self, sizes: Sequence[int], result: Sequence[Message]) -> int:
         """`estimate_chars(result)` from the input's message sizes: only the new middle is measured."""

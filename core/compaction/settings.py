@@ -89,6 +89,12 @@ class CompactionSettings:
         help="compact_history and reactive_compact: characters of the history the summarizer reads at most "
         "(its head and tail when longer)",
     )
+    notes_char_limit: int = setting(
+        4_000,
+        range=Range(0, GIGA, "characters"),
+        help="the note tool: characters the model's notes may hold in all (every compaction carries them "
+        "verbatim); a note that would pass it is refused",
+    )
 
     def __post_init__(self) -> None:
         """What the steps need of an object built in code (tests and benches go past the config's
@@ -112,6 +118,7 @@ class CompactionSettings:
             "reactive_keep_messages",
             "max_reactive_retries",
             "large_result_char_limit",
+            "notes_char_limit",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")

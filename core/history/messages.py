@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from itertools import compress, count
 from typing import Any
 
-from core.markers import UNANSWERED_MARK, is_note, parse_marker
+from core.markers import UNANSWERED_MARK, is_note, is_notes_message, parse_marker
 from core.values.splice import Splice
 
 Message = dict[str, Any]
@@ -125,12 +125,12 @@ USER_PIN_PREFIX = "user:"
 
 def persons_words(message: Any) -> bool:
     """A user message of the person's own text (a string or text blocks): not a tool result, not a
-    marker (a snip marker or a summary stands for archived messages), not empty."""
+    marker (a snip marker or a summary stands for archived messages), not the model's notes, not empty."""
     if not isinstance(message, dict) or message.get("role") != "user":
         return False
     content = message.get("content")
     if isinstance(content, str):
-        return bool(content) and parse_marker(content) is None
+        return bool(content) and parse_marker(content) is None and not is_notes_message(content)
     if isinstance(content, list):
         return bool(content) and all(
             isinstance(block, dict) and block.get("type") == "text" for block in content
