@@ -43,6 +43,8 @@ COMMANDS_HELP = """commands:
   ctxtui inspect FILE --report  totals, breakdown and a dry run of the pipeline for a history file
   ctxtui proxy [--port P]       watch any Messages-API client: a loopback proxy that records each call
   ctxtui inspect FILE --ledger --facts  what compaction took out, and which facts are no longer visible
+  ctxtui statusline             Claude Code's status line: its JSON on stdin, one line of context,
+                                prompt cache and last compaction on stdout (always exit 0)
 """
 
 
@@ -534,6 +536,10 @@ def _quiet_stdout() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["statusline"]:  # tui/launcher.py takes this path before importing this module
+        from core.sessions.statusline import main as statusline
+
+        return statusline(argv[1:])
     pause_collector()  # back on after the TUI's first frame (tui/startup.py), at once for the rest
     try:
         return _main(argv)
