@@ -22,7 +22,9 @@ class Tmux:
     def __init__(self, root: Path) -> None:
         self.socket = f"ctxtui-e2e-{uuid.uuid4().hex[:8]}"
         self.session = "ctxtui"
-        self.env = {key: value for key, value in os.environ.items() if not key.startswith("TMUX")}
+        # COLUMNS/LINES (pytest-xdist's workers have 80x24) would override the pane's size in the app.
+        self.env = {key: value for key, value in os.environ.items()
+                    if not key.startswith("TMUX") and key not in ("COLUMNS", "LINES")}
         self.env.update(TERM="xterm-256color", TMUX_TMPDIR=str(root), LANG="C.UTF-8", LC_ALL="C.UTF-8")
         for key in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
             self.env.pop(key, None)
