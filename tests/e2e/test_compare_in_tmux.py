@@ -12,7 +12,11 @@ import pytest
 
 from tests.support.tmux import TMUX, Tmux, wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(TMUX is None, reason="tmux is not installed")]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.skipif(TMUX is None, reason="tmux is not installed"),
+]
 SESSION = Path(__file__).parents[1] / "fixtures" / "engines" / "proxy_recording.jsonl"
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.tmux import COMPACTION_TEXT, TMUX, Tmux, wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 @pytest.mark.timeout(60)

@@ -20,7 +20,11 @@ from tests.support.fakeapi import FakeAnthropicServer, text_reply
 from tests.support.proxy import read_record
 from tests.support.tmux import TMUX, WIDTH, Tmux, wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(TMUX is None, reason="tmux is not installed")]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.skipif(TMUX is None, reason="tmux is not installed"),
+]
 LISTENING = re.compile(r"^listening on (http://127\.0\.0\.1:\d+)$")
 
 

@@ -26,7 +26,11 @@ from tests.support.cli import api_env
 from tests.support.fakeapi import FakeAnthropicServer, text_reply
 from tests.support.tmux import HEIGHT, TMUX, WIDTH, Tmux, wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(TMUX is None, reason="tmux is not installed")]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.skipif(TMUX is None, reason="tmux is not installed"),
+]
 
 LAST = "the last line of the reply"
 

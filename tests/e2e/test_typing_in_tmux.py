@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.tmux import TMUX, Tmux, wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def sent(workdir: Path) -> list[str]:

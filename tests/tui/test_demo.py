@@ -56,6 +56,7 @@ async def test_demo_types_and_sends_each_command_in_turn(tmp_path: Path) -> None
     await agent.aclose()
 
 
+@pytest.mark.slow
 async def test_the_real_demo_reaches_every_compaction_step(tmp_path: Path) -> None:
     demo = pytest.importorskip("tui.demo")
     await demo.build_demo_workspace(tmp_path)

@@ -124,6 +124,7 @@ def test_the_first_frame_comes_before_the_heavy_imports_offline(tmp_path: Path) 
     assert not loaded(seen["later"], "anthropic")  # offline never needs the SDK
 
 
+@pytest.mark.slow
 def test_with_an_api_key_the_sdk_loads_after_the_first_frame(tmp_path: Path) -> None:
     # a closed loopback port: the count and the window lookup fail at once, nothing leaves the machine
     seen = start_headless(tmp_path, env={"ANTHROPIC_API_KEY": "sk-test-not-used", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"})
@@ -256,6 +257,7 @@ async def test_a_message_sent_before_the_replay_comes_after_the_resumed_history(
         await app.action_quit()
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 @pytest.mark.timeout(60)

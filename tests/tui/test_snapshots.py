@@ -166,6 +166,7 @@ def test_permission_modal(snap_compare: Any, workdir: Path) -> None:
     assert snap_compare(make_app(workdir, ask=True), terminal_size=SIZE, run_before=run_before)
 
 
+@pytest.mark.slow
 def test_archive_screen_on_a_placeholder(snap_compare: Any, workdir: Path) -> None:
     """Three reads over a 6,000-char limit: micro_compact leaves placeholders; Enter on one in the tree
     opens ArchiveScreen with the archived text (a search typed in)."""

@@ -818,6 +818,7 @@ def _start_and_kill(args: list[str], condition: Callable[[], bool], timeout: flo
     return process.returncode
 
 
+@pytest.mark.slow
 async def test_resume_after_a_kill_during_a_request(
     build: Build, anthropic_env: FakeAnthropicServer, tmp_path: Path
 ) -> None:
@@ -845,6 +846,7 @@ async def test_resume_after_a_kill_during_a_request(
     assert pairing_problems(last) == []
 
 
+@pytest.mark.slow
 async def test_resume_after_a_kill_during_a_tool_call(
     build: Build, anthropic_env: FakeAnthropicServer, tmp_path: Path
 ) -> None:
@@ -865,6 +867,7 @@ async def test_resume_after_a_kill_during_a_tool_call(
     assert pairing_problems(messages) == []
 
 
+@pytest.mark.slow
 def test_clean_resume_sends_the_first_turn_again(anthropic_env: FakeAnthropicServer, tmp_path: Path) -> None:
     anthropic_env.script(text_reply("the first answer"), text_reply("the second answer"))
     first = subprocess.run(

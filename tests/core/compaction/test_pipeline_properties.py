@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -481,6 +482,7 @@ def test_sessions_with_default_settings(session: list[Turn], first_request: str)
     limit=st.sampled_from([50_000, 150_000, 400_000]),
     keep_head=st.sampled_from([2, 3]),
 )
+@pytest.mark.slow
 def test_sessions_with_small_snip_settings(
     session: list[Turn], first_request: str, limit: int, keep_head: int
 ) -> None:
@@ -512,6 +514,7 @@ def test_sessions_with_small_limits(session: list[Turn], first_request: str, lim
     first_request=requests,
     small=st.booleans(),
 )
+@pytest.mark.slow
 def test_dry_run_predicts_every_prepare(session: list[Turn], first_request: str, small: bool) -> None:
     compaction = (
         CompactionSettings(context_char_limit=12_000, snip_trigger_messages=12, snip_target_messages=8)
@@ -527,6 +530,7 @@ def test_dry_run_predicts_every_prepare(session: list[Turn], first_request: str,
     pin_every=st.sampled_from([1, 2, 3, 5]),
     limit=st.sampled_from([12_000, 50_000]),
 )
+@pytest.mark.slow
 def test_pinned_results_survive_every_step(
     session: list[Turn], first_request: str, pin_every: int, limit: int
 ) -> None:

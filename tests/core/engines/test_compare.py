@@ -48,6 +48,7 @@ def fired(report: dict[str, Any]) -> list[str]:
             if step["before"] != step["after"] or step["step"] == "compact_history"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [SESSION, PROXY, CLAUDE_CODE], ids=["ctxtui", "proxy", "claude-code"])
 def test_every_engine_replays_every_call(path: Path, tmp_path: Path) -> None:
     data = run(path, tmp_path, *LOW)
@@ -74,6 +75,7 @@ def test_every_engine_replays_every_call(path: Path, tmp_path: Path) -> None:
     assert run(path, tmp_path, *LOW) == data  # deterministic
 
 
+@pytest.mark.slow
 def test_the_client_engine_agrees_with_the_session_the_report_and_the_dry_run(tmp_path: Path) -> None:
     data = run(SESSION, tmp_path)
     client = data["engines"][0]

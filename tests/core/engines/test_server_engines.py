@@ -184,6 +184,7 @@ async def test_offline_a_server_engine_says_the_client_pipeline_runs(tmp_path: P
     assert any(isinstance(event, Notice) and "server-clear needs the API" in event.message for event in events)
 
 
+@pytest.mark.slow
 def test_headless_stream_json_carries_the_server_steps(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
     from tests.support.cli import api_env, ctxtui
 

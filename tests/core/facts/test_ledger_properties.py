@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -310,5 +311,6 @@ async def run_session(plan: list[tuple[str, int]], limit: int) -> None:
 @example(plan=[("drop", 0), ("drop", 1), ("drop", 2), ("drop", 3)], limit=5_000)  # nothing recorded: no file
 @example(plan=[("read", 4), ("drop", 0), ("restore", 0), ("missing", 1), ("read", 2), ("compact", 0), ("undo", 0),
                ("read", 5)], limit=9_000)
+@pytest.mark.slow
 def test_random_sessions_keep_the_ledger_and_the_facts_true(plan: list[tuple[str, int]], limit: int) -> None:
     asyncio.run(run_session(plan, limit))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -136,6 +137,7 @@ def a_message(draw: st.DrawFn) -> tuple[Message, Expected]:
 histories = st.lists(a_message(), max_size=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(histories)
 def test_breakdown_adds_up_and_puts_each_part_in_its_category(history: list[tuple[Message, Expected]]) -> None:
@@ -164,6 +166,7 @@ splices = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(histories, splices)
 def test_the_accumulator_follows_splices(

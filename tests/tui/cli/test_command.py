@@ -81,6 +81,7 @@ def test_headless_offline_bash_denied_unless_yes(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- against the fake API
 
 
+@pytest.mark.slow
 def test_headless_prints_the_final_text(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("alpha\n", encoding="utf-8")
     final = "The file says alpha.\nThat is all."
@@ -99,6 +100,7 @@ def test_headless_prints_the_final_text(fake_api: FakeAnthropicServer, tmp_path:
     assert results[0]["tool_use_id"] == "toolu_1" and results[0]["content"] == "alpha\n"
 
 
+@pytest.mark.slow
 def test_headless_prints_one_stderr_line_per_compaction_step(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
     (tmp_path / "big.txt").write_text("".join(f"big {n:05d} ".ljust(99, "b") + "\n" for n in range(80)))
     (tmp_path / "mid.txt").write_text("".join(f"mid {n:05d} ".ljust(99, "m") + "\n" for n in range(70)))
@@ -132,6 +134,7 @@ def test_headless_prints_one_stderr_line_per_compaction_step(fake_api: FakeAnthr
     assert len(json.dumps(sent, ensure_ascii=False)) <= 5000
 
 
+@pytest.mark.slow
 def test_headless_401_exits_1_with_one_line(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
     fake_api.script(error_reply(401, "authentication_error", "invalid x-api-key"))
     result = ctxtui("-p", "hello", "--workdir", str(tmp_path), env=api_env(fake_api, key="sk-bad"))
@@ -143,6 +146,7 @@ def test_headless_401_exits_1_with_one_line(fake_api: FakeAnthropicServer, tmp_p
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_headless_unreachable_api_exits_1(tmp_path: Path) -> None:
     env = env_without_key(ANTHROPIC_BASE_URL="http://127.0.0.1:9", ANTHROPIC_API_KEY="sk-x")
     result = ctxtui("-p", "hello", "--workdir", str(tmp_path), env=env)
@@ -190,6 +194,7 @@ def sessions_json(workdir: Path) -> list[dict[str, object]]:
     return rows
 
 
+@pytest.mark.slow
 def test_sessions_lists_runs_newest_first_and_resume_by_id_continues_one(tmp_path: Path) -> None:
     for prompt in ("help", "glob *.txt"):
         assert ctxtui("-p", prompt, "--offline", "--workdir", str(tmp_path)).returncode == 0

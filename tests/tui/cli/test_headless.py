@@ -27,6 +27,7 @@ def script_a_compacting_turn(fake_api: FakeAnthropicServer, workdir: Path) -> No
     )
 
 
+@pytest.mark.slow
 def test_stream_json_is_one_object_per_line_in_order_with_result_last(
     fake_api: FakeAnthropicServer, tmp_path: Path
 ) -> None:
@@ -67,6 +68,7 @@ def test_stream_json_is_one_object_per_line_in_order_with_result_last(
     assert result.stderr == ""  # the compaction lines are in the JSON, not on stderr
 
 
+@pytest.mark.slow
 def test_json_is_one_object_at_the_end_with_every_event(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
     script_a_compacting_turn(fake_api, tmp_path)
     result = ctxtui("-p", "read both", "--workdir", str(tmp_path), "--output-format", "json", *COMPACTING,
@@ -80,6 +82,7 @@ def test_json_is_one_object_at_the_end_with_every_event(fake_api: FakeAnthropicS
     assert kinds.count("compaction") == 2 and kinds.count("context") == 2 and "result" not in kinds
 
 
+@pytest.mark.slow
 def test_json_reports_an_api_error_with_exit_1(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
     from tests.support.fakeapi import error_reply
 
@@ -148,6 +151,7 @@ def test_a_failing_session_log_is_said_on_stderr(tmp_path: Path) -> None:
     assert any("not saved" in line for line in lines)
 
 
+@pytest.mark.slow
 def test_verbose_prints_one_context_line_per_model_call(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
     script_a_compacting_turn(fake_api, tmp_path)
     result = ctxtui("-p", "read both", "--workdir", str(tmp_path), "--model", "claude-haiku-4-5", "-v",
@@ -162,6 +166,7 @@ def test_verbose_prints_one_context_line_per_model_call(fake_api: FakeAnthropicS
     assert "tokens (input " in lines[1] and "cache read " in lines[1] and "$" in lines[1]
 
 
+@pytest.mark.slow
 def test_stream_json_context_records_are_the_timeline_samples(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
     script_a_compacting_turn(fake_api, tmp_path)
     result = ctxtui("-p", "read both", "--workdir", str(tmp_path), "--model", "claude-haiku-4-5",
@@ -185,6 +190,7 @@ def test_stream_json_context_records_are_the_timeline_samples(fake_api: FakeAnth
 # --------------------------------------------------------------------------- issue 18, item 22
 
 
+@pytest.mark.slow
 def test_a_prompt_from_stdin_loses_the_newline_that_ends_it(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
     fake_api.script(text_reply("one"), text_reply("two"), text_reply("three"))
     for data, sent in (("what is 2+2?\n", "what is 2+2?"), ("two lines\nhere\r\n", "two lines\nhere"),

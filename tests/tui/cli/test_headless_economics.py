@@ -6,8 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.support.cli import api_env, ctxtui
 from tests.support.fakeapi import FakeAnthropicServer, MessageReply, text_reply, tool_reply
+
+pytestmark = pytest.mark.slow
 
 MODEL = "claude-sonnet-5-5"
 COMPACTING = ("--set", "context_char_limit=5000", "--set", "tool_result_batch_char_limit=10000",

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.support.cli import api_env, ctxtui
 from tests.support.fakeapi import FakeAnthropicServer, error_reply, prompt_too_long, tool_reply
+
+pytestmark = pytest.mark.slow
 
 
 def test_a_failed_reactive_compaction_is_printed_once(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:

@@ -14,6 +14,8 @@ from core.jsonlines import MAX_DEPTH
 from tests.support.cli import api_env, ctxtui
 from tests.support.fakeapi import FakeAnthropicServer, text_reply
 
+pytestmark = pytest.mark.slow
+
 MODEL = "claude-sonnet-5-5"
 
 

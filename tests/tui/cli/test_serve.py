@@ -183,6 +183,7 @@ async def test_concurrent_sessions_are_capped(served: Served, client: aiohttp.Cl
         raise AssertionError("the cap was not released")
 
 
+@pytest.mark.slow
 async def test_a_tab_just_closed_frees_its_place_at_once(served: Served, client: aiohttp.ClientSession) -> None:
     """A tab counts while its WebSocket is open, not while its app takes its time to quit."""
     opened = [await client.ws_connect(served.websocket, headers=served.browser) for _ in range(MAX_SESSIONS)]

@@ -62,6 +62,7 @@ async def write_the_user_did(pilot: Pilot[Any], app: CtxApp) -> None:
     await pilot.pause()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", SIZES)
 async def test_a_thirty_line_write_keeps_the_buttons_on_screen_and_scrolls_the_diff(
     tmp_path: Path, size: tuple[int, int]

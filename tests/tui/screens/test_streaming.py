@@ -12,6 +12,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from core import events
 from core.agent import Agent
 from core.config import Settings
@@ -64,6 +66,7 @@ class FastModel:
         return None
 
 
+@pytest.mark.slow
 async def test_a_fast_stream_is_painted_while_it_streams(tmp_path: Path) -> None:
     """One message per chunk kept the screen's queue full, and Textual lays out and paints only when
     the screen is idle: the reply stood still for hundreds of words, then jumped. Now it grows as

@@ -309,6 +309,7 @@ async def test_gauge_levels_and_the_bar_crosses_the_limit() -> None:
         assert "│" in text and "┃" in text and "╵80%" in text and "╵limit" in text
 
 
+@pytest.mark.slow
 async def test_large_history_syncs_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     history: list[dict[str, Any]] = []
     for number in range(1_250):
