@@ -40,7 +40,7 @@ class Timings:
 
 @dataclass(frozen=True)
 class ProxyCall:
-    """One `/v1/messages` exchange through the proxy.
+    """One `/v1/messages` exchange through the proxy (or an OpenAI one, `wire`, converted to its shape).
 
     `number` counts every call in arrival order; `conversation` numbers conversations in the order
     they appeared and `turn` counts calls within one. `messages` are the request's (equal messages
@@ -78,6 +78,7 @@ class ProxyCall:
     complete: bool = False  # the reply ended as the API ends one (message_stop, or a whole JSON body)
     prefix: PrefixPrint | None = None  # the request's cacheable prefix, block by block
     cache_miss: CacheMiss | None = None  # why it could not read the conversation's last cached prefix
+    wire: str = "messages"  # the wire format: "messages", or OpenAI's "chat" or "responses" (converted)
 
     @property
     def finished(self) -> bool:

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from core.events import ContextMeasured, Forecast
 from core.history.tokens import TokenCounter
 from core.proxy.calls import ProxyCall
+from core.proxy.openai import window_of
 from core.usage.prices import Window, window_for
 from core.values.samples import TokenCount
 
@@ -77,4 +78,8 @@ class ProxyContext:
     async def window(self) -> Window:
         """The window of the shown call's model (the table's figure; the proxy asks no API of its own)."""
         model = self.call.model if self.call is not None else None
+        if self.call is not None and self.call.wire != "messages":
+            known = window_of(model)  # OpenAI's models: a small table (core/proxy/openai.py)
+            if known is not None:
+                return known
         return window_for(model or "")

@@ -1,4 +1,5 @@
-"""The proxy's recordings: one JSONL file per `/v1/messages` exchange under `<workdir>/.ctxtui/proxy/`.
+"""The proxy's recordings: one JSONL file per `/v1/messages`, `/v1/chat/completions` or `/v1/responses`
+exchange under `<workdir>/.ctxtui/proxy/`.
 
 A file holds two records, written as the exchange happens: `proxy_request` when the request has
 been forwarded (the body as the client sent it, parsed; the user agent and an allow-list of headers)
@@ -103,6 +104,15 @@ class RecordedExchange:
     def body(self) -> dict[str, Any]:
         body = self.request.get("body")
         return body if isinstance(body, dict) else {}
+
+    @property
+    def view(self) -> dict[str, Any]:
+        """The body in the Messages API's shape: as recorded for `/v1/messages`, converted for OpenAI's
+        `/v1/chat/completions` and `/v1/responses` (core/proxy/openai.py)."""
+        from core.proxy.openai import request_view, wire_of
+
+        wire = wire_of(str(self.request.get("method", "POST")), str(self.request.get("path", "")))
+        return request_view(self.body, wire) if wire in ("chat", "responses") else self.body
 
 
 @dataclass

@@ -5,13 +5,19 @@ headers (hop-by-hop ones excepted) and its body bytes as received; the reply com
 status, end-to-end headers and body bytes unchanged (neither side decompresses), a stream chunk by
 chunk as it arrives (each chunk is written to the client before anything else is done with it). A
 client that hangs up cancels its handler, which closes the upstream request; an upstream that
-cannot be reached gets an Anthropic-shaped 502. For `POST /v1/messages` the request and a copy of
-the reply are handed to the `Watch` (core/proxy/watch.py), which records and models them off this
-path.
+cannot be reached gets a 502 in the API's shape. For `POST /v1/messages`, `/v1/chat/completions` and
+`/v1/responses` the request and a copy of the reply are handed to the `Watch` (core/proxy/watch.py),
+which records and models them off this path.
+
+OpenAI's paths (core/proxy/openai.py: `/v1/chat/...`, `/v1/responses...` and the like) go to
+`openai_upstream` when one is given (the CLI's OPENAI_BASE_URL, else the OpenAI API, when no
+--upstream was given), every other path to `upstream`; the proxy's own errors on those paths are in
+OpenAI's shape (`{"error": {"message", "type", "code"}}`).
 
 The proxy answers itself, with an Anthropic-shaped error and `x-should-retry: false`, what it will
 not forward: a path that leaves `/v1` once resolved (404), a body over the request limit (413), a
-request that already went through this proxy or through too many (508: proxies in a loop). The
+request that already went through this proxy or through too many (508: proxies in a loop).
+An error's shape follows the path: OpenAI's for its paths, the Messages API's for the others. The
 copy of a reply is kept only up to the reply limit (core/proxy/limits.py); the client gets every
 byte regardless.
 """
@@ -44,6 +50,8 @@ from core.proxy.http import (
     with_hop,
 )
 from core.proxy.limits import MAX_HOPS, ProxyLimits
+from core.proxy.openai import error_body as openai_error_body
+from core.proxy.openai import is_openai_path, wire_of
 from core.proxy.record import new_exchange_id
 from core.proxy.redact import Redactor
 from core.proxy.watch import ExchangeEnd, ExchangeStart, Watch
@@ -65,12 +73,26 @@ def error_body(kind: str, message: str) -> bytes:
     return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
 
 
-def _json_error(status: int, kind: str, message: str) -> web.Response:
+_OPENAI_KINDS = {
+    "permission_error": "invalid_request_error",
+    "not_found_error": "invalid_request_error",
+    "request_too_large": "invalid_request_error",
+}
+
+
+def api_error_body(path: str, kind: str, message: str) -> bytes:
+    """An error in the shape of the API `path` belongs to (OpenAI's or the Messages API's)."""
+    if is_openai_path(path):
+        return openai_error_body(_OPENAI_KINDS.get(kind, "server_error"), message, kind)
+    return error_body(kind, message)
+
+
+def _json_error(status: int, kind: str, message: str, path: str = "") -> web.Response:
     """An API-shaped error the proxy answers itself (never recorded: only forwarded exchanges are); the
     SDKs read `x-should-retry: false` and do not send the same request again."""
     return web.Response(
         status=status,
-        body=error_body(kind, message),
+        body=api_error_body(path, kind, message),
         content_type="application/json",
         headers={"x-should-retry": "false"},
     )
@@ -88,14 +110,16 @@ class ProxyServer:
         port: int = 0,
         shutdown_timeout: float = 2.0,
         limits: ProxyLimits | None = None,
+        openai_upstream: str | None = None,
     ) -> None:
         if not is_loopback_host(host):
             raise ProxyError(f"--host {host}: the proxy listens on loopback only (127.0.0.1, ::1, localhost)")
         self.upstream = normalize_upstream(upstream)
+        self.openai_upstream = normalize_upstream(openai_upstream) if openai_upstream else self.upstream
         self.watch = watch
         self.limits = limits or (watch.limits if watch is not None else ProxyLimits())
         self.id = secrets.token_hex(8)  # this proxy's mark in the hops header of what it forwards
-        self._upstream_secrets = upstream_secrets(self.upstream)
+        self._upstream_secrets = upstream_secrets(self.upstream) | upstream_secrets(self.openai_upstream)
         self.host = host
         self.port = port
         self._shutdown_timeout = shutdown_timeout
@@ -111,14 +135,14 @@ class ProxyServer:
 
     async def start(self) -> int:
         """Listen; returns the port. ProxyError (one line) when the address cannot be had."""
-        upstream_host = URL(self.upstream).host or ""
+        hosts = {URL(self.upstream).host or "", URL(self.openai_upstream).host or ""}
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0),
             auto_decompress=False,
             cookie_jar=aiohttp.DummyCookieJar(),  # one client's cookies never reach another
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
-            trust_env=not is_loopback_host(
-                upstream_host
+            trust_env=not all(
+                map(is_loopback_host, hosts)
             ),  # HTTPS_PROXY and the like, as the SDK honours them
         )
         server = web.Server(
@@ -167,10 +191,15 @@ class ProxyServer:
             client_max_size=self.limits.request_bytes,
         )
 
+    def upstream_for(self, path: str) -> str:
+        """The upstream a (checked) path goes to: OpenAI's paths to `openai_upstream`, others to `upstream`."""
+        return self.openai_upstream if is_openai_path(path) else self.upstream
+
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        raw = request.raw_path.partition("?")[0]
         if not host_header_is_loopback(request.headers.get("Host")):
             return _json_error(
-                403, "permission_error", "ctxtui proxy: requests must be addressed to a loopback host"
+                403, "permission_error", "ctxtui proxy: requests must be addressed to a loopback host", raw
             )
         target = api_path(request.raw_path)
         if target is None:
@@ -179,7 +208,10 @@ class ProxyServer:
                 "not_found_error",
                 "ctxtui proxy forwards /v1/... requests only (a path that "
                 "stays under /v1 once its escapes and dot segments are resolved)",
+                raw,
             )
+        path = target.partition("?")[0]
+        upstream = self.upstream_for(path)
         headers_in = list(request.headers.items())
         hops = hops_of(headers_in)
         if self.id in hops or len(hops) >= MAX_HOPS:
@@ -192,13 +224,15 @@ class ProxyServer:
                 508,
                 "api_error",
                 f"ctxtui proxy: loop detected: {why}; is the upstream "
-                f"{shown_upstream(self.upstream)} (or its own upstream) pointed back at a proxy?",
+                f"{shown_upstream(upstream)} (or its own upstream) pointed back at a proxy?",
+                path,
             )
         too_large = _json_error(
             413,
             "request_too_large",
             "ctxtui proxy: the request body is over "
             f"{self.limits.request_bytes:,} bytes (proxy_request_limit)",
+            path,
         )
         if (request.content_length or 0) > self.limits.request_bytes:
             return too_large
@@ -207,8 +241,7 @@ class ProxyServer:
         except web.HTTPRequestEntityTooLarge:
             return too_large
         started, clock = time.time(), time.perf_counter()
-        path = target.partition("?")[0]
-        watched = self.watch is not None and request.method == "POST" and path == "/v1/messages"
+        watched = self.watch is not None and wire_of(request.method, path) is not None
         exchange_id = new_exchange_id(started) if watched else ""
         if watched and self.watch is not None:
             self.exchanges += 1
@@ -221,7 +254,7 @@ class ProxyServer:
                     headers_in,
                     body,
                     secret_values(headers_in) | self._upstream_secrets,
-                    shown_upstream(self.upstream),
+                    shown_upstream(upstream),
                 )
             )
         forwarded = with_hop(forwarded_headers(headers_in), hops, self.id)
@@ -252,7 +285,8 @@ class ProxyServer:
         """Send the request on (to `target`, the checked path) and the reply back; what happened is noted in
         `seen` for the watch."""
         assert self._session is not None
-        url = URL(self.upstream + target, encoded=True)
+        upstream_url = self.upstream_for(target.partition("?")[0])
+        url = URL(upstream_url + target, encoded=True)
         try:
             upstream = await self._session.request(
                 request.method,
@@ -265,10 +299,10 @@ class ProxyServer:
         except (TimeoutError, aiohttp.ClientError, OSError) as error:
             seen.outcome, seen.status = "unreachable", 502
             seen.note = Redactor(self._upstream_secrets).text(
-                f"ctxtui proxy: the upstream {shown_upstream(self.upstream)} cannot be reached: {_reason(error)}"
+                f"ctxtui proxy: the upstream {shown_upstream(upstream_url)} cannot be reached: {_reason(error)}"
             )
             seen.headers = [("Content-Type", "application/json")]
-            data = error_body("api_error", seen.note)
+            data = api_error_body(target, "api_error", seen.note)
             seen.keep(data)
             return web.Response(status=502, body=data, content_type="application/json")
         with contextlib.closing(upstream):

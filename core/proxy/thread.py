@@ -36,10 +36,18 @@ class ProxyThread:
         host: str = "127.0.0.1",
         port: int = 0,
         limits: ProxyLimits | None = None,
+        openai_upstream: str | None = None,
     ) -> None:
         self.recorder = recorder
         self.watch = Watch(recorder, limits)
-        self.server = ProxyServer(upstream, self.watch, host=host, port=port, limits=self.watch.limits)
+        self.server = ProxyServer(
+            upstream,
+            self.watch,
+            host=host,
+            port=port,
+            limits=self.watch.limits,
+            openai_upstream=openai_upstream,
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._ready = threading.Event()

@@ -1,6 +1,8 @@
 """The proxy's model of what it saw: exchanges in, `ProxyCall`s out, as an async stream of events.
 
-The server hands over each `/v1/messages` exchange twice, without waiting: when the request goes
+The server hands over each `/v1/messages` exchange (and each OpenAI one, `/v1/chat/completions` and
+`/v1/responses`, whose request and reply are converted to the Messages API's shape for the model by
+core/proxy/openai.py, and recorded as sent) twice, without waiting: when the request goes
 out (`started`) and when it has ended (`finished`). One worker task takes them in that order, so a
 call's diff is always against the request before it in its conversation; the parsing, diffing,
 reassembly and record writing run in a thread, never on the event loop that forwards bytes.
@@ -40,6 +42,8 @@ from core.proxy.calls import (
 from core.proxy.diff import digest
 from core.proxy.http import recorded_request_headers, recorded_response_headers
 from core.proxy.limits import MAX_BODY_PREVIEW, ProxyLimits, capped
+from core.proxy.openai import read_openai_reply, request_view, wire_of
+from core.proxy.openai import usage_of as openai_usage
 from core.proxy.record import RECORD_VERSION, REQUEST, RESPONSE, Recorder, RecordError
 from core.proxy.redact import NO_SECRETS, Redactor
 from core.proxy.sse import BodyTooLarge, UndecodableBody, checked_usage, decode_body, loads, read_reply
@@ -245,6 +249,8 @@ class Watch:
         body = redactor.value(body)
         text = redactor.text(text[:MAX_BODY_PREVIEW])
         body_error = redactor.text(body_error) if body_error is not None else None
+        wire = wire_of(start.method, start.path) or "messages"
+        sent, body = body, request_view(body, wire) if wire != "messages" else body
         listed = body.get("messages")
         messages: list[Any] = listed if isinstance(listed, list) else []
         system, tools = body.get("system"), body.get("tools") if isinstance(body.get("tools"), list) else None
@@ -262,12 +268,14 @@ class Watch:
             dict(zip(map(id, previous.messages), conversation.latest_sizes, strict=False)) if previous else {}
         )
         sizes = [known.get(id(message)) or message_chars(message) for message in interned]
-        prefix = conversation.prints.print(model or "", system, tools or [], interned)
-        if _one_hour_marks(body):
-            conversation.cache.ttl = "1h"
-        miss = conversation.cache.miss(prefix, start.started)
-        if miss is not None and miss.cause == "messages_changed" and diff.compacted:
-            miss = replace(miss, by=CLIENT_COMPACTION)
+        prefix, miss = None, None
+        if wire == "messages":  # OpenAI's cache is not modelled: only what its replies report is shown
+            prefix = conversation.prints.print(model or "", system, tools or [], interned)
+            if _one_hour_marks(body):
+                conversation.cache.ttl = "1h"
+            miss = conversation.cache.miss(prefix, start.started)
+            if miss is not None and miss.cause == "messages_changed" and diff.compacted:
+                miss = replace(miss, by=CLIENT_COMPACTION)
         user_agent = next(
             (redactor.text(value) for name, value in start.headers if name.lower() == "user-agent"), None
         )
@@ -291,12 +299,13 @@ class Watch:
             body_error=body_error,
             prefix=prefix,
             cache_miss=miss,
+            wire=wire,
         )
         notes: list[str] = []
         if body_error is not None and body_error.startswith(_OVER_LIMIT):
             notes.append(f"call #{call.number}: {body_error}")
         if self.recorder is not None:
-            record = _request_record(start, call, body, body_error, text, redactor)
+            record = _request_record(start, call, sent, body_error, text, redactor)
             try:
                 path = self.recorder.write(start.id, record, redactor, first=True)
             except RecordError as error:
@@ -359,18 +368,29 @@ class Watch:
         headers = {name.lower(): value for name, value in end.headers}
         size = len(end.body) if end.size is None else end.size
         cut = size > len(end.body)
-        reply = read_reply(
-            end.body,
-            headers.get("content-type"),
-            headers.get("content-encoding"),
-            limit=self.limits.reply_bytes,
-            cut=cut,
-        )
+        if call.wire == "messages":
+            reply = read_reply(
+                end.body,
+                headers.get("content-type"),
+                headers.get("content-encoding"),
+                limit=self.limits.reply_bytes,
+                cut=cut,
+            )
+            usage_map, usage_notes = checked_usage(reply.usage) if reply.usage is not None else (None, [])
+            usage = _usage(reply.usage, usage_map)
+        else:
+            reply = read_openai_reply(
+                end.body,
+                headers.get("content-type"),
+                headers.get("content-encoding"),
+                "chat" if call.wire == "chat" else "responses",
+                limit=self.limits.reply_bytes,
+                cut=cut,
+            )
+            usage, usage_map, usage_notes = openai_usage(reply.usage)
         message, error = redactor.value(reply.message), redactor.value(reply.error)
-        usage_map, usage_notes = checked_usage(reply.usage) if reply.usage is not None else (None, [])
         if message is not None and usage_map is not None:
             message = {**message, "usage": usage_map}
-        usage = _usage(reply.usage, usage_map)
         model = (
             message.get("model")
             if message is not None and isinstance(message.get("model"), str)

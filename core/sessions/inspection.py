@@ -253,12 +253,12 @@ def _load_proxy(path: Path) -> Inspected:
     records, skipped = read_records(path)
     recording = read_proxy_file(records)
     exchanges = [
-        exchange for exchange in recording.exchanges if isinstance(exchange.body.get("messages"), list)
-    ]
+        exchange for exchange in recording.exchanges if isinstance(exchange.view.get("messages"), list)
+    ]  # `view`: an OpenAI-format request converted to the Messages API's shape
     if not exchanges:
         raise InspectError(f"{path}: a proxy recording without a request that has messages")
     latest = exchanges[-1]
-    body = latest.body
+    body = latest.view
     messages = [message for message in body["messages"] if valid_message(message)]
     dropped = len(body["messages"]) - len(messages)
     notes = [f"proxy recording: {len(recording.exchanges)} exchange(s); the latest request is shown"]

@@ -102,6 +102,7 @@ class ProxyOptions:
     headless: bool
     record: bool
     limits: ProxyLimits = field(default_factory=_default_limits)
+    openai_upstream: str | None = None  # OpenAI's paths, when no --upstream: OPENAI_BASE_URL, else its API
 
 
 def proxy_options(args: argparse.Namespace, environ: dict[str, str] | None = None) -> ProxyOptions:
@@ -126,6 +127,14 @@ def proxy_options(args: argparse.Namespace, environ: dict[str, str] | None = Non
     except BadUpstream as error:
         source = "--upstream" if args.upstream else "ANTHROPIC_BASE_URL"
         raise ProxyUsageError(f"{source}: {error}") from None
+    openai = None
+    if not args.upstream:
+        from core.proxy.openai import openai_upstream
+
+        try:
+            openai = normalize_upstream(openai_upstream(environ.get("OPENAI_BASE_URL")))
+        except BadUpstream as error:
+            raise ProxyUsageError(f"OPENAI_BASE_URL: {error}") from None
     workdir = Path(args.workdir) if getattr(args, "workdir", None) is not None else Path.cwd()
     record = not args.no_record
     if record and not workdir.is_dir():
@@ -134,7 +143,9 @@ def proxy_options(args: argparse.Namespace, environ: dict[str, str] | None = Non
         raise ProxyUsageError(
             f"--workdir {workdir} is not writable (the recordings go there; or --no-record)"
         )
-    return ProxyOptions(host, port, upstream, workdir.resolve(), bool(args.headless), record)
+    return ProxyOptions(
+        host, port, upstream, workdir.resolve(), bool(args.headless), record, openai_upstream=openai
+    )
 
 
 def _say(line: str, *, err: bool = False) -> None:
@@ -187,6 +198,11 @@ def _announce(url: str, options: ProxyOptions, folder: Path | None) -> None:
         _say("not recording (--no-record): nothing is written to disk")
     _say(f"forwarding to {shown_upstream(options.upstream)}")
     _say(f"start a client with ANTHROPIC_BASE_URL={url}")
+    if options.openai_upstream is not None:
+        _say(
+            f"forwarding OpenAI's paths to {shown_upstream(options.openai_upstream)}: "
+            f"start an OpenAI-format client with OPENAI_BASE_URL={url}/v1"
+        )
 
 
 def _self_upstream(options: ProxyOptions, port: int) -> bool:
@@ -226,7 +242,12 @@ def run_view(options: ProxyOptions, config: ResolvedConfig) -> int:
             _say(f"ctxtui proxy: {error}", err=True)
             return EXIT_FAILED
     proxy = ProxyThread(
-        options.upstream, recorder, host=options.host, port=options.port, limits=options.limits
+        options.upstream,
+        recorder,
+        host=options.host,
+        port=options.port,
+        limits=options.limits,
+        openai_upstream=options.openai_upstream,
     )
     try:
         proxy.start()
@@ -279,7 +300,14 @@ async def serve_proxy(options: ProxyOptions, note: str | None = None) -> int:
             _say(f"ctxtui proxy: {error}", err=True)
             return EXIT_FAILED
     watch = Watch(recorder, options.limits)
-    server = ProxyServer(options.upstream, watch, host=options.host, port=options.port, limits=options.limits)
+    server = ProxyServer(
+        options.upstream,
+        watch,
+        host=options.host,
+        port=options.port,
+        limits=options.limits,
+        openai_upstream=options.openai_upstream,
+    )
     try:
         await server.start()
     except ProxyError as error:
