@@ -70,6 +70,7 @@ from core.model.base import (
     SummaryUsage,
     TextChunk,
 )
+from core.recall import Hit, RecallIndex
 from core.sessions.log import SessionLog
 from core.text import plural
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput
@@ -99,6 +100,7 @@ class Agent:
         max_steps: int = DEFAULT_MAX_STEPS,
         allow_all: bool | None = None,
         clock: Callable[[], float] | None = None,
+        recall: RecallIndex | None = None,
     ) -> None:
         self.model = model
         self.toolbox = toolbox
@@ -125,6 +127,10 @@ class Agent:
         )
         """The conversation's state: history, ledger, pins, undo records, turn flag, timeline, cache."""
         self.keeper = ContextKeeper(self.state, compactor, count_tokens=self.tokens.count_text)
+        self.recall = recall if recall is not None else RecallIndex(compactor.archive)
+        """The search index of what the archive holds (core/recall/): `search` and the search_context tool."""
+        if toolbox.searcher is None:
+            toolbox.searcher = self.recall
         self.economics = Economics(self.state, model, self.settings, self.tokens)
         """Prices every call and change against the prompt cache (core/agent/economics.py)."""
         server = server_engine(self.settings)
@@ -278,6 +284,11 @@ class Agent:
     def timeline(self) -> list[ContextSample]:
         """**contract** One sample per model call, oldest first (what was sent, the steps before it, usage)."""
         return list(self.state.timeline.samples)
+
+    async def search(self, query: str, limit: int = 5) -> list[Hit]:
+        """**contract** The archived files (tool results, transcripts, summaries) that hold `query`, plain
+        text, best first, at most `limit` (1..20): each hit's `.path`, `.line`, `.snippet`, `.score`."""
+        return list((await self.recall.search(query, limit)).hits)
 
     # --- the turn -------------------------------------------------------------------------------
 
@@ -710,6 +721,7 @@ class Agent:
     async def aclose(self) -> None:
         await self.conversation.close()
         await self.model.aclose()
+        await asyncio.to_thread(self.recall.close)
 
 
 __all__ = ["Agent"]
