@@ -40,7 +40,6 @@ from core.history.tokens import TokenCounter
 from core.model.edits import ServerEngine
 from core.model.offline import OfflineModel
 from core.text import visible
-from core.tools.note import NOTE_TOOL, edit_notes
 from core.usage.payback import expected_calls, multipliers, pays_back
 from core.usage.prices import Usage, price_for, window_for
 
@@ -180,21 +179,6 @@ class Replay:
                 ),
             )
 
-    def note_tool(self, reply: Message | None) -> None:
-        """The note tool, as the agent applies it while it runs the reply's calls: the notes the
-        compactor carries change with each call, in order."""
-        content = reply.get("content") if reply is not None else None
-        for block in content if isinstance(content, list) else ():
-            if (
-                isinstance(block, dict)
-                and block.get("type") == "tool_use"
-                and block.get("name") == NOTE_TOOL
-                and isinstance(block.get("input"), dict)
-            ):
-                notebook = self.compactor.notebook
-                limit = self.settings.compaction.notes_char_limit
-                notebook.notes = edit_notes(notebook.notes, block["input"], limit).notes
-
     async def _apply(self, number: int, events: AsyncIterator[Any]) -> None:
         outcome: Outcome | None = None
         fired = False
@@ -273,7 +257,6 @@ async def _client(replay: Replay, cache_aware: bool, masking: bool = False) -> l
     previous: Message | None = None
     for number, call in enumerate(replay.recorded.calls, 1):
         replay.history.extend(call.added)
-        replay.note_tool(previous)
         await replay.compact_tool(number, previous)
         previous = call.reply
         hold = cache_aware and await replay.holds(number)
@@ -663,15 +646,18 @@ def _k(value: int) -> str:
     return f"{value / 1000:.1f}k" if value >= 1000 else str(value)
 
 
-async def compare_file(path: Path, settings: Settings, progress: Progress | None = None) -> dict[str, Any]:
+async def compare_file(
+    path: Path, settings: Settings, progress: Progress | None = None, conversation: str | None = None
+) -> dict[str, Any]:
     """`compare` of the session file at `path` (InspectError, one line, when it is none); a ctxtui
-    session's requests carry ctxtui's own system prompt and tool schemas."""
+    session's requests carry ctxtui's own system prompt and tool schemas; `conversation`: which one
+    of a proxy recording folder."""
     from core.engines.sources import recorded_calls
     from core.tools import ToolBox, Workspace
     from core.tools.prompt import SYSTEM_PROMPT
 
     workdir = settings.workdir
     recorded = recorded_calls(
-        path, SYSTEM_PROMPT.format(workdir=workdir), ToolBox(Workspace(workdir)).schemas
+        path, SYSTEM_PROMPT.format(workdir=workdir), ToolBox(Workspace(workdir)).schemas, conversation
     )
     return await compare(recorded, settings, progress)

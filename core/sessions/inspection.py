@@ -33,7 +33,7 @@ from core.proxy.record import is_proxy_record, read_proxy_file
 from core.sessions.claude_code import looks_like_claude_code, read_claude_code, read_records
 from core.sessions.economics import economics, economics_text, read_samples
 from core.sessions.log import SessionLog, valid_message
-from core.text import one_line, plural
+from core.text import plural
 from core.values.records import LedgerEntry
 
 Message = dict[str, Any]
@@ -78,20 +78,25 @@ class Inspected:
     )  # Claude Code: where each compaction boundary cut `archived`
     model: str | None = None  # the model the file names (a trajectory)
     times: list[float | None] = field(default_factory=list)  # a trajectory: when each model call was made
-    model_notes: list[str] = field(default_factory=list)  # a ctxtui session's notes (the note tool)
+    exchanges: list[Any] = field(default_factory=list)  # a proxy recording: its conversation's exchanges
 
 
 # --- reading --------------------------------------------------------------------------------------
 
 
-def load_file(path: Path) -> Inspected:
+def load_file(path: Path, conversation: str | None = None) -> Inspected:
     """Read `path` as whatever history file it is; InspectError (one line) when it is none of them.
+
+    A folder is read as a `ctxtui proxy` recording folder: the exchanges of one conversation
+    (`conversation`: its id, an exchange's id or its number; the newest by default) as one history.
 
     Only a regular file is read (a FIFO or a device is refused, core/jsonlines.py), lines and
     nesting are bounded, and a bad line costs that line only.
     """
     if not path.exists():
         raise InspectError(f"{path}: no such file")
+    if path.is_dir():
+        return _load_proxy_folder(path, conversation)
     if not path.is_file():
         raise InspectError(f"{path}: not a regular file")
     try:
@@ -205,7 +210,6 @@ def _load_jsonl(path: Path) -> Inspected:
         "splice",
         "replace",
         "pins",
-        "notes",
         "compaction",
         "event",
     ):
@@ -213,13 +217,7 @@ def _load_jsonl(path: Path) -> Inspected:
         workdir = replay.meta.get("workdir")
         root = Path(workdir) if isinstance(workdir, str) else path.parent.parent.parent
         return Inspected(
-            path,
-            "session",
-            replay.messages,
-            workdir=root,
-            skipped=replay.skipped,
-            ledger=replay.ledger,
-            model_notes=replay.notes,
+            path, "session", replay.messages, workdir=root, skipped=replay.skipped, ledger=replay.ledger
         )
     if is_proxy_record(first):
         return _load_proxy(path)
@@ -260,8 +258,37 @@ def _load_proxy(path: Path) -> Inspected:
     """A `ctxtui proxy` recording: the latest request with a JSON body is the history."""
     records, skipped = read_records(path)
     recording = read_proxy_file(records)
+    return _proxy_history(path, recording.exchanges, skipped + recording.skipped)
+
+
+def _load_proxy_folder(path: Path, wanted: str | None) -> Inspected:
+    """A recording folder: the chosen conversation's exchanges joined into one history."""
+    from core.sessions.proxy_folder import choose, describe, read_folder
+
+    try:
+        found = read_folder(path)
+    except OSError as error:
+        raise InspectError(f"{path}: cannot be read: {error.strerror or error}") from None
+    conversation = choose(found, wanted)
+    if conversation is None:
+        if wanted is None:
+            raise InspectError(f"{path}: a folder without a proxy recording that has messages")
+        raise InspectError(
+            f"{path}: no conversation {wanted!r}; it holds: " + "; ".join(describe(found)[:10])
+        )
+    inspected = _proxy_history(path, conversation.exchanges, found.skipped)
+    inspected.notes.insert(
+        0,
+        f"proxy recording folder: {plural(len(found.conversations), 'conversation')} in "
+        f"{plural(found.files, 'file')}; conversation {conversation.number} ({conversation.id}) is shown",
+    )
+    return inspected
+
+
+def _proxy_history(path: Path, recorded: list[Any], skipped: int) -> Inspected:
+    """The exchanges of a recording: the latest request with messages is the history."""
     exchanges = [
-        exchange for exchange in recording.exchanges if isinstance(exchange.view.get("messages"), list)
+        exchange for exchange in recorded if isinstance(exchange.view.get("messages"), list)
     ]  # `view`: an OpenAI-format request converted to the Messages API's shape
     if not exchanges:
         raise InspectError(f"{path}: a proxy recording without a request that has messages")
@@ -269,14 +296,14 @@ def _load_proxy(path: Path) -> Inspected:
     body = latest.view
     messages = [message for message in body["messages"] if valid_message(message)]
     dropped = len(body["messages"]) - len(messages)
-    notes = [f"proxy recording: {len(recording.exchanges)} exchange(s); the latest request is shown"]
+    notes = [f"proxy recording: {len(recorded)} exchange(s); the latest request is shown"]
     if dropped:
         notes.append(f"{dropped} message(s) of the request are not of a valid shape and are left out")
     response = latest.response or {}
     recorded_reply = response.get("reply")
     reply: dict[str, Any] = recorded_reply if isinstance(recorded_reply, dict) else {}
     proxy = {
-        "exchanges": len(recording.exchanges),
+        "exchanges": len(recorded),
         "id": latest.id,
         "model": body.get("model"),
         "user_agent": latest.request.get("user_agent"),
@@ -297,10 +324,11 @@ def _load_proxy(path: Path) -> Inspected:
         messages,
         system=body.get("system"),
         tools=tools if isinstance(tools, list) else None,
-        workdir=path.parent,
-        skipped=skipped + recording.skipped + dropped,
+        workdir=path if path.is_dir() else path.parent,
+        skipped=skipped + dropped,
         notes=notes,
         proxy=proxy,
+        exchanges=list(recorded),
     )
 
 
@@ -420,19 +448,15 @@ class DryRun:
     error: str | None = None  # reported as null: a dry run refuses nothing
 
 
-async def dry_run(
-    messages: list[Message], active_request: str, settings: CompactionSettings, notes: Sequence[str] = ()
-) -> DryRun:
+async def dry_run(messages: list[Message], active_request: str, settings: CompactionSettings) -> DryRun:
     """The pipeline's decisions (`Compactor.dry_run`), with a temporary archive: nothing is written to
-    the workdir, no model is called, and `messages` is not changed; `notes`: the model's notes, which
-    a snip carries."""
+    the workdir, no model is called, and `messages` is not changed."""
     from core.archive import Archive
     from core.compaction import Compactor
-    from core.compaction.notes import Notebook
 
     before = estimate_chars(messages)
     with tempfile.TemporaryDirectory(prefix="ctxtui-dry-run-") as scratch:
-        compactor = Compactor(Archive(Path(scratch)), settings=settings, notebook=Notebook(tuple(notes)))
+        compactor = Compactor(Archive(Path(scratch)), settings=settings)
         planned = list(await compactor.dry_run(messages, active_request))
     after = planned[-1].chars_after if planned else before
     return DryRun(planned, before, after, needs_model=after > settings.context_char_limit)
@@ -459,7 +483,7 @@ async def report(inspected: Inspected, settings: CompactionSettings) -> dict[str
     if with_prompt:
         extra = [item for item in (inspected.system, inspected.tools) if item is not None]
         tokens += sum(counter.count_text(json.dumps(item, default=str, ensure_ascii=False)) for item in extra)
-    run = await dry_run(messages, current_request(messages), settings, inspected.model_notes)
+    run = await dry_run(messages, current_request(messages), settings)
     cache = economics(read_samples(inspected.path)) if inspected.kind == "session" else None
     return {
         "file": str(inspected.path),
@@ -474,7 +498,6 @@ async def report(inspected: Inspected, settings: CompactionSettings) -> dict[str
         "summary": inspected.summary,
         "skipped_records": inspected.skipped,
         "notes": inspected.notes,
-        "model_notes": inspected.model_notes,
         "client_markers": [
             {"where": found.where, "kind": found.marker.kind, "client": found.marker.client}
             for found in find_client_markers(messages)
@@ -515,10 +538,6 @@ def report_text(data: dict[str, Any]) -> str:
             f"{data['archived_chars']:,} chars"
         )
     lines.extend(data["notes"])
-    if model_notes := data.get("model_notes"):
-        size = sum(len(text) for text in model_notes)
-        lines.append(f"the model's notes: {len(model_notes)} ({size:,} chars)")
-        lines.extend(f"  {number}. {one_line(text, 100)}" for number, text in enumerate(model_notes, 1))
     if data["skipped_records"]:
         lines.append(f"{data['skipped_records']} records skipped (cut or not of a valid shape)")
     lines.extend(_proxy_lines(data.get("proxy")))
