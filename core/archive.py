@@ -15,6 +15,10 @@ file still has that digest (`is_own`; a persisted-output block also needs its pr
 resumed session reads the manifest back, so it still trusts its own markers. Restoring reads a file
 only when its size could fit in the context, and hands back its text only when the manifest vouches
 for the very bytes read (`read_vouched`).
+
+Whatever watches the archive (the recall index, core/recall/) is handed each batch as it is written
+(`watch`): in the worker thread that wrote it, once its manifest lines are whole on disk, with the
+text as written. A watcher's failure is counted and never fails the write.
 """
 
 from __future__ import annotations
@@ -61,6 +65,36 @@ class ArchiveError(Exception):
 
 
 @dataclass(frozen=True)
+class Written:
+    """A file this archive has just written and recorded in its manifest, as a watcher takes it in.
+
+    `text` is a tool result's text; `lines` a transcript's lines (one JSON message each, without the
+    newline), so a watcher reads neither the file nor the history again.
+    """
+
+    path: str  # workdir-relative
+    kind: str  # "tool-result" or "transcript"
+    sha256: str
+    size: int
+    text: str | None = None
+    lines: tuple[str, ...] | None = None
+
+
+Watcher = Callable[[list[Written]], None]
+"""Told each batch the archive wrote, in the writing thread, after the manifest vouches for it: it must
+only hand the work on (a queue), never block the write."""
+
+
+@dataclass(frozen=True)
+class Vouched:
+    """A file the manifest records: its workdir-relative path, kind and SHA-256 (the file may since be gone)."""
+
+    path: str
+    kind: str
+    sha256: str
+
+
+@dataclass(frozen=True)
 class ArchivedFile:
     """A trusted archive file: its workdir-relative path, absolute path and size in bytes.
 
@@ -99,6 +133,26 @@ class Archive:
         """The time-and-process part of a transcript's name (a replay makes it fixed, for figures that repeat)."""
         self._ready_dirs: set[Path] = set()
         self._manifest = _Manifest()
+        self._watchers: list[Watcher] = []
+        self.watch_failures = 0
+        """Batches a watcher failed to take (each counted, none failed a write)."""
+        self.watch_problem: str | None = None
+        """The last such failure, in one line."""
+
+    # --- watching ------------------------------------------------------------------------------
+
+    def watch(self, watcher: Watcher) -> None:
+        """Hand every batch written from now on to `watcher` (see `Watcher`)."""
+        self._watchers.append(watcher)
+
+    def _tell(self, written: list[Written]) -> None:
+        """Each watcher takes the batch; what one raises is counted, never passed on to the write."""
+        for watcher in self._watchers:
+            try:
+                watcher(written)
+            except Exception as error:  # the file is on disk and vouched for: the write succeeded
+                self.watch_failures += 1
+                self.watch_problem = error_line(error, 300)
 
     # --- writing -------------------------------------------------------------------------------
 
@@ -140,6 +194,7 @@ class Archive:
         """
         paths = []
         stored: list[tuple[Path, str, str | None, int]] = []
+        texts: list[str] = []
         folder = self.tool_results_dir
         prefix = f"{self.relative(folder)}/"
         dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | NO_FOLLOW)
@@ -152,6 +207,7 @@ class Archive:
                     if self._store_new_at(dir_fd, name, data, digest):
                         stored.append((folder / name, digest, tool_use_id, len(data)))
                         paths.append(prefix + name)
+                        texts.append(text)
                         break
                 else:
                     self._manifest.record(stored)
@@ -161,6 +217,13 @@ class Archive:
         finally:
             os.close(dir_fd)
         self._manifest.record(stored)
+        if self._watchers:
+            self._tell(
+                [
+                    Written(path, "tool-result", digest, size, text=text)
+                    for path, (_, digest, _, size), text in zip(paths, stored, texts, strict=True)
+                ]
+            )
         return paths
 
     def _store_new_at(self, dir_fd: int, name: str, data: bytes, digest: str) -> bool:
@@ -216,7 +279,8 @@ class Archive:
         batch of tool results is."""
         temp = self.transcripts_dir / f".transcript.{os.getpid()}.{time.time_ns()}.{next(self._counter)}.tmp"
         try:
-            digest, sizes = _write_jsonl(temp, messages)
+            lines: list[str] | None = [] if self._watchers else None
+            digest, sizes = _write_jsonl(temp, messages, lines)
             length = os.stat(temp).st_size
             stamp = self.stamp()
             dir_fd = os.open(self.transcripts_dir, os.O_RDONLY | os.O_DIRECTORY | NO_FOLLOW)
@@ -226,7 +290,10 @@ class Archive:
                     if _place_at(dir_fd, temp.name, name, digest):
                         target = self.transcripts_dir / name
                         self._manifest.record([(target, digest, None, length)])
-                        return SavedTranscript(self.relative(target), digest, sizes)
+                        path = self.relative(target)
+                        if lines is not None:
+                            self._tell([Written(path, "transcript", digest, length, lines=tuple(lines))])
+                        return SavedTranscript(path, digest, sizes)
             finally:
                 os.close(dir_fd)
             raise ArchiveError("cannot archive transcript: no free file name")
@@ -329,6 +396,40 @@ class Archive:
             raise ArchiveError(f"cannot read {path}: {error_line(error)}") from error
 
     def _read_vouched_sync(self, found: ArchivedFile, max_bytes: int) -> tuple[str, frozenset[str | None]]:
+        data, ids = self._vouched_bytes(found, max_bytes)
+        return data.decode("utf-8", errors="replace"), ids
+
+    def vouched_bytes(self, path: str, max_bytes: int) -> bytes:
+        """The bytes at `path` when the manifest vouches for exactly them (synchronous: for a worker
+        thread); ArchiveError as `read_vouched` refuses (not an archive file, over `max_bytes`, not
+        written by this archive or changed since)."""
+        try:
+            return self._vouched_bytes(self._require(path), max_bytes)[0]
+        except OSError as error:
+            raise ArchiveError(f"cannot read {path}: {error_line(error)}") from error
+
+    def vouched(self) -> list[Vouched]:
+        """Every file the manifests record, tool results first, each name in the order first recorded
+        (the files themselves are not read: one may since be gone or changed)."""
+        found = []
+        for root, kind in ((self.tool_results_dir, "tool-result"), (self.transcripts_dir, "transcript")):
+            prefix = f"{self.relative(root)}/"
+            for name, digest in self._manifest.names(root):
+                if name and "/" not in name and not name.startswith(".") and name != MANIFEST_NAME:
+                    found.append(Vouched(prefix + name, kind, digest))
+        return found
+
+    def manifest_sizes(self) -> tuple[int, int]:
+        """The sizes of the two manifests on disk (-1 for one missing): they change when anything is recorded."""
+        sizes = []
+        for root in (self.tool_results_dir, self.transcripts_dir):
+            try:
+                sizes.append(os.stat(root / MANIFEST_NAME).st_size)
+            except OSError:
+                sizes.append(-1)
+        return sizes[0], sizes[1]
+
+    def _vouched_bytes(self, found: ArchivedFile, max_bytes: int) -> tuple[bytes, frozenset[str | None]]:
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
         fd = os.open(found.absolute, flags)
         with os.fdopen(fd, "rb") as handle:
@@ -349,7 +450,7 @@ class Archive:
                 f"refusing to restore {found.path}: the archive's manifest does not vouch for it "
                 "(ctxtui did not write it, or it was changed since)"
             )
-        return data.decode("utf-8", errors="replace"), ids
+        return data, ids
 
     async def read_text(self, path: str) -> str:
         """The full text behind a trusted path (raises ArchiveError for an untrusted one)."""
@@ -465,6 +566,16 @@ class _Manifest:
                 return False
             return tool_use_id is None or tool_use_id in ids
 
+    def names(self, folder: Path) -> list[tuple[str, str]]:
+        """Every (name, SHA-256) the folder's manifest records, each once, in the order first recorded."""
+        with self._lock:
+            self._load(folder)
+            return [
+                (name, digest)
+                for name, by_digest in self._entries.get(folder, {}).items()
+                for digest in by_digest
+            ]
+
     def ids_for(self, absolute: Path, digest: str, size: int) -> frozenset[str | None] | None:
         """The tool_use ids the manifest recorded for these bytes of this file (None: it never did)."""
         with self._lock:
@@ -539,14 +650,19 @@ class SavedTranscript:
 _WRITE_BATCH = 256  # messages serialised, encoded, hashed and written together
 
 
-def _write_jsonl(temp: Path, messages: Sequence[Any]) -> tuple[str, tuple[int, ...]]:
-    """Write `messages` as JSONL to the new file `temp` (0600); returns its SHA-256 and the line lengths."""
+def _write_jsonl(
+    temp: Path, messages: Sequence[Any], kept: list[str] | None = None
+) -> tuple[str, tuple[int, ...]]:
+    """Write `messages` as JSONL to the new file `temp` (0600); returns its SHA-256 and the line lengths.
+    `kept`, when given, gets every line as written (for the archive's watchers)."""
     digest = hashlib.sha256()
     sizes: list[int] = []
     with open(temp, "xb", opener=private_opener) as handle:
         for start in range(0, len(messages), _WRITE_BATCH):
             lines = [dumps(message) for message in messages[start : start + _WRITE_BATCH]]
             sizes += map(len, lines)
+            if kept is not None:
+                kept += lines
             encoded = [
                 line.encode("utf-8", "surrogatepass") for line in lines
             ]  # faster than encoding the join

@@ -70,10 +70,10 @@ from core.model.base import (
     SummaryUsage,
     TextChunk,
 )
+from core.recall import Hit, RecallIndex
 from core.sessions.log import SessionLog
 from core.text import plural
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput
-from core.tools.note import NOTE_TOOL, NOTE_TOOL_OUTPUT
 from core.tools.prompt import SYSTEM_PROMPT
 from core.usage.prices import Window, price_for
 from core.values.records import FactReport, LedgerEntry
@@ -100,6 +100,7 @@ class Agent:
         max_steps: int = DEFAULT_MAX_STEPS,
         allow_all: bool | None = None,
         clock: Callable[[], float] | None = None,
+        recall: RecallIndex | None = None,
     ) -> None:
         self.model = model
         self.toolbox = toolbox
@@ -122,11 +123,14 @@ class Agent:
             auto_compact=self.settings.auto_compact,
             undo_depth=self.settings.undo_depth,
             pins=compactor.pins,
-            notebook=compactor.notebook,
             clock=clock,
         )
         """The conversation's state: history, ledger, pins, undo records, turn flag, timeline, cache."""
         self.keeper = ContextKeeper(self.state, compactor, count_tokens=self.tokens.count_text)
+        self.recall = recall if recall is not None else RecallIndex(compactor.archive)
+        """The search index of what the archive holds (core/recall/): `search` and the search_context tool."""
+        if toolbox.searcher is None:
+            toolbox.searcher = self.recall
         self.economics = Economics(self.state, model, self.settings, self.tokens)
         """Prices every call and change against the prompt cache (core/agent/economics.py)."""
         server = server_engine(self.settings)
@@ -182,9 +186,7 @@ class Agent:
             messages=stack.replay.messages,
             allow_all=allow_all,
         )
-        agent.keeper.take_over(
-            stack.replay.compactions, stack.replay.pins, stack.replay.ledger, stack.replay.notes
-        )
+        agent.keeper.take_over(stack.replay.compactions, stack.replay.pins, stack.replay.ledger)
         agent.thinking.adopt(stack.replay.messages, stack.replay.meta.get("model"))
         if stack.resumed is not None:
             agent.conversation.resumed_from = str(stack.resumed)
@@ -261,12 +263,6 @@ class Agent:
         return self.keeper.pinned
 
     @property
-    def notes(self) -> tuple[str, ...]:
-        """The model's notes (the note tool), numbered from 1 in this order; every compaction carries
-        them verbatim (core/compaction/notes.py)."""
-        return self.state.notes
-
-    @property
     def ledger(self) -> list[LedgerEntry]:
         """**contract** What each step and drop took out of the context, oldest first (core/facts/)."""
         return list(self.keeper.ledger.entries)
@@ -288,6 +284,11 @@ class Agent:
     def timeline(self) -> list[ContextSample]:
         """**contract** One sample per model call, oldest first (what was sent, the steps before it, usage)."""
         return list(self.state.timeline.samples)
+
+    async def search(self, query: str, limit: int = 5) -> list[Hit]:
+        """**contract** The archived files (tool results, transcripts, summaries) that hold `query`, plain
+        text, best first, at most `limit` (1..20): each hit's `.path`, `.line`, `.snippet`, `.score`."""
+        return list((await self.recall.search(query, limit)).hits)
 
     # --- the turn -------------------------------------------------------------------------------
 
@@ -477,8 +478,7 @@ class Agent:
                 yield self.conversation.append({"role": "user", "content": results}, "tools")
 
     async def _run_tools(self, turn: Turn) -> AsyncGenerator[AgentEvent, None]:
-        """Run the batch in order (asking for consent where needed; a note call changes the notes as it
-        comes, with a NotesChanged after its ToolCallFinished), then the compact tool if called."""
+        """Run the batch in order (asking for consent where needed), then the compact tool if called."""
         compact_requested = False
         compact_focus: str | None = None
         for block in turn.batch:
@@ -510,14 +510,10 @@ class Agent:
                     yield delta
                 output, turn.running = turn.running.output or output, None
             elapsed = time.monotonic() - started
-            noted = None
             if name == "compact" and output.content == COMPACT_TOOL_OUTPUT:
                 compact_requested = True
                 focus = tool_input.get("focus")
                 compact_focus = str(focus) if focus else compact_focus
-            elif name == NOTE_TOOL and output.content == NOTE_TOOL_OUTPUT and not output.is_error:
-                limit = self.compactor.settings.notes_char_limit
-                output, noted = self.state.note(tool_use_id, tool_input, limit)
             result: Message = {
                 "type": "tool_result",
                 "tool_use_id": block.get("id"),
@@ -529,8 +525,6 @@ class Agent:
             yield ToolCallFinished(
                 tool_use_id, name, tool_input, output.content, len(output.content), elapsed, output.is_error
             )
-            if noted is not None:
-                yield noted
         answered, turn.batch, turn.answered = turn.answered, [], []
         yield self.conversation.append({"role": "user", "content": answered}, "tools")
         if compact_requested:
@@ -712,7 +706,7 @@ class Agent:
         changed = self.conversation.start_new(replay.messages, "resume", facts)
         self._forget_session_state()
         self.conversation.resumed_from = str(path)
-        self.keeper.take_over(replay.compactions, replay.pins, replay.ledger, replay.notes)
+        self.keeper.take_over(replay.compactions, replay.pins, replay.ledger)
         self.thinking.adopt(replay.messages, replay.meta.get("model"))
         return changed
 
@@ -727,6 +721,7 @@ class Agent:
     async def aclose(self) -> None:
         await self.conversation.close()
         await self.model.aclose()
+        await asyncio.to_thread(self.recall.close)
 
 
 __all__ = ["Agent"]

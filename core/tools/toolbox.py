@@ -17,8 +17,8 @@ from core.tools.bash import BashTool
 from core.tools.compact import CompactTool
 from core.tools.edit_file import EditFileTool
 from core.tools.glob import GlobTool
-from core.tools.note import NoteTool
 from core.tools.read_file import ReadFileTool
+from core.tools.search_context import SearchContextTool, Searcher
 from core.tools.workspace import Workspace, WorkspaceError
 from core.tools.write_file import WriteFileTool
 
@@ -40,8 +40,10 @@ class ToolBox:
         spill_dir: Path | None = None,
         spill_byte_limit: int = 50_000_000,
         glob_time_budget: float = 10.0,
+        searcher: Searcher | None = None,
     ) -> None:
         self.workspace = workspace
+        self._search = SearchContextTool(searcher)
         tools: list[Tool] = [
             BashTool(
                 workspace,
@@ -58,9 +60,18 @@ class ToolBox:
             EditFileTool(workspace, byte_limit=read_byte_limit),
             GlobTool(workspace, time_budget=glob_time_budget),
             CompactTool(),
-            NoteTool(),
+            self._search,
         ]
         self._tools: dict[str, Tool] = {tool.name: tool for tool in tools}
+
+    @property
+    def searcher(self) -> Searcher | None:
+        """What answers search_context (the archive's index, core/recall/; the agent hands it over)."""
+        return self._search.searcher
+
+    @searcher.setter
+    def searcher(self, searcher: Searcher | None) -> None:
+        self._search.searcher = searcher
 
     @property
     def schemas(self) -> list[dict[str, Any]]:

@@ -43,6 +43,7 @@ COMMANDS_HELP = """commands:
   ctxtui inspect FILE --report  totals, breakdown and a dry run of the pipeline for a history file
   ctxtui proxy [--port P]       watch any Messages-API client: a loopback proxy that records each call
   ctxtui inspect FILE --ledger --facts  what compaction took out, and which facts are no longer visible
+  ctxtui search QUERY [--output-format json]  search what this workdir's sessions archived
   ctxtui statusline             Claude Code's status line: its JSON on stdin, one line of context,
                                 prompt cache and last compaction on stdout (always exit 0)
 """
@@ -133,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true", help="headless: also print tool calls and notices on stderr"
     )
     parser.add_argument("--version", action="version", version=f"ctxtui {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="{sessions,config,inspect,proxy,replay}")
+    commands = parser.add_subparsers(dest="command", metavar="{sessions,config,inspect,proxy,replay,search}")
     sessions = commands.add_parser("sessions", help="list this workdir's sessions, newest first")
     _common(sessions, suppress=True)
     sessions.add_argument(
@@ -161,10 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     inspect = commands.add_parser("inspect", help="read a transcript, session, messages or Claude Code file")
     inspect.add_argument(
-        "file",
-        type=Path,
-        help="a .jsonl session or transcript, a .json list of messages / request body, a trajectory, "
-        "or a ctxtui proxy recording folder (.ctxtui/proxy)",
+        "file", type=Path, help="a .jsonl session or transcript, or a .json list of messages / request body"
     )
     inspect.add_argument(
         "--report",
@@ -186,17 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replay the session's requests under every engine and compare context and cost",
     )
-    inspect.add_argument(
-        "--conversation",
-        metavar="ID",
-        help="FILE a proxy recording folder: the conversation to read (its id, an exchange id or its "
-        "number; default the newest)",
-    )
     _common(inspect, suppress=True)
     add_proxy_parser(commands)
     from tui.cli.replay import add_replay_parser
 
     add_replay_parser(commands)
+    from tui.cli.search import add_search_parser
+
+    add_search_parser(commands)
     return parser
 
 
@@ -473,7 +468,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     if not (args.report or args.ledger or args.facts):
         _check_textual()  # the read-only inspector opens
     try:
-        inspected = load_file(args.file, args.conversation)
+        inspected = load_file(args.file)
     except InspectError as error:
         raise UsageError(str(error)) from error
     if args.ledger or args.facts:
@@ -521,9 +516,7 @@ def _compare(args: argparse.Namespace, config: Any) -> int:
 
     try:
         data = asyncio.run(
-            compare_file(
-                args.file, _compare_settings(args, config), Progress("compare", "calls"), args.conversation
-            )
+            compare_file(args.file, _compare_settings(args, config), Progress("compare", "calls"))
         )
     except InspectError as error:
         raise UsageError(str(error)) from error
@@ -618,6 +611,10 @@ def _main(argv: list[str]) -> int:
             from tui.cli.replay import run_replay
 
             return run_replay(args, _compare_settings(args, _config(args)))
+        if args.command == "search":
+            from tui.cli.search import run_search
+
+            return run_search(args)
         _check_combinations(args)
         prompt = None
         if args.prompt is not None:

@@ -36,7 +36,7 @@ def test_schemas_describe_every_tool(ws: Path) -> None:
         "edit_file",
         "glob",
         "compact",
-        "note",
+        "search_context",
     ]
     for schema in schemas:
         assert set(schema) == {"name", "description", "input_schema"}
