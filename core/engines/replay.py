@@ -84,9 +84,11 @@ def timed(times: Sequence[float | None]) -> list[float | None]:
 class Watch:
     """What one engine's requests carried: when each tool result first went missing, and the last request."""
 
-    def __init__(self, results: ResultAnchors, intact: Callable[[Message], frozenset[str]]) -> None:
+    def __init__(
+        self, results: ResultAnchors, intact: Callable[[Message], frozenset[str]] | None = None
+    ) -> None:
         self.results = results
-        self.intact = intact
+        self.intact = intact or _intact_function(results)
         self.removed_at: dict[str, int] = {}
         self.last: Sequence[Message] = []
 
