@@ -228,6 +228,15 @@ class NodeLabels:
             if text:
                 label.append(f' · "{display_line(text, 60)}"', style=muted)
             return label, info
+        if kind == "text" and isinstance(block.get("opaque"), dict):
+            # a placeholder for what the proxy could not read (core/proxy/openai.py: `opaque`)
+            facts = block["opaque"]
+            size = facts.get("bytes")
+            return Text.assemble(
+                ("opaque ", muted),
+                display_line(str(facts.get("item")), 40),
+                (f" · {count(size) if isinstance(size, int) else '?'} bytes, not readable", muted),
+            ), info
         if kind == "text":
             text = str(block.get("text", ""))
             return Text.assemble(
