@@ -17,6 +17,7 @@ from typing import Any, Literal, get_args
 # The value types the events carry (core/values/), re-exported: `CacheMiss` is a contract name of
 # core.events, and a consumer of the events finds the types of their fields here too.
 from core.values.miss import CacheMiss as CacheMiss
+from core.values.notes import NotesChanged as NotesChanged
 from core.values.records import Fact as Fact
 from core.values.records import LedgerChanged as LedgerChanged
 from core.values.records import LedgerEntry as LedgerEntry
@@ -337,6 +338,7 @@ AgentEvent = (
     | ContextMeasured
     | ContextSampled
     | HistoryChanged
+    | NotesChanged
     | Notice
     | ErrorEvent
     | TurnFinished

@@ -74,6 +74,7 @@ from core.recall import Hit, RecallIndex
 from core.sessions.log import SessionLog
 from core.text import plural
 from core.tools import COMPACT_TOOL_OUTPUT, PERMISSION_DENIED, ToolBox, ToolOutput
+from core.tools.note import NOTE_TOOL, NOTE_TOOL_OUTPUT
 from core.tools.prompt import SYSTEM_PROMPT
 from core.usage.prices import Window, price_for
 from core.values.records import FactReport, LedgerEntry
@@ -123,6 +124,7 @@ class Agent:
             auto_compact=self.settings.auto_compact,
             undo_depth=self.settings.undo_depth,
             pins=compactor.pins,
+            notebook=compactor.notebook,
             clock=clock,
         )
         """The conversation's state: history, ledger, pins, undo records, turn flag, timeline, cache."""
@@ -186,7 +188,9 @@ class Agent:
             messages=stack.replay.messages,
             allow_all=allow_all,
         )
-        agent.keeper.take_over(stack.replay.compactions, stack.replay.pins, stack.replay.ledger)
+        agent.keeper.take_over(
+            stack.replay.compactions, stack.replay.pins, stack.replay.ledger, stack.replay.notes
+        )
         agent.thinking.adopt(stack.replay.messages, stack.replay.meta.get("model"))
         if stack.resumed is not None:
             agent.conversation.resumed_from = str(stack.resumed)
@@ -261,6 +265,12 @@ class Agent:
     def pinned(self) -> frozenset[str]:
         """What every compaction step keeps byte-exact: tool_use ids and `user:` keys."""
         return self.keeper.pinned
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The model's notes (the note tool), numbered from 1 in this order; every compaction carries
+        them verbatim (core/compaction/notes.py)."""
+        return self.state.notes
 
     @property
     def ledger(self) -> list[LedgerEntry]:
@@ -478,7 +488,8 @@ class Agent:
                 yield self.conversation.append({"role": "user", "content": results}, "tools")
 
     async def _run_tools(self, turn: Turn) -> AsyncGenerator[AgentEvent, None]:
-        """Run the batch in order (asking for consent where needed), then the compact tool if called."""
+        """Run the batch in order (asking for consent where needed; a note call changes the notes as it
+        comes, with a NotesChanged after its ToolCallFinished), then the compact tool if called."""
         compact_requested = False
         compact_focus: str | None = None
         for block in turn.batch:
@@ -510,10 +521,14 @@ class Agent:
                     yield delta
                 output, turn.running = turn.running.output or output, None
             elapsed = time.monotonic() - started
+            noted = None
             if name == "compact" and output.content == COMPACT_TOOL_OUTPUT:
                 compact_requested = True
                 focus = tool_input.get("focus")
                 compact_focus = str(focus) if focus else compact_focus
+            elif name == NOTE_TOOL and output.content == NOTE_TOOL_OUTPUT and not output.is_error:
+                limit = self.compactor.settings.notes_char_limit
+                output, noted = self.state.note(tool_use_id, tool_input, limit)
             result: Message = {
                 "type": "tool_result",
                 "tool_use_id": block.get("id"),
@@ -525,6 +540,8 @@ class Agent:
             yield ToolCallFinished(
                 tool_use_id, name, tool_input, output.content, len(output.content), elapsed, output.is_error
             )
+            if noted is not None:
+                yield noted
         answered, turn.batch, turn.answered = turn.answered, [], []
         yield self.conversation.append({"role": "user", "content": answered}, "tools")
         if compact_requested:
@@ -706,7 +723,7 @@ class Agent:
         changed = self.conversation.start_new(replay.messages, "resume", facts)
         self._forget_session_state()
         self.conversation.resumed_from = str(path)
-        self.keeper.take_over(replay.compactions, replay.pins, replay.ledger)
+        self.keeper.take_over(replay.compactions, replay.pins, replay.ledger, replay.notes)
         self.thinking.adopt(replay.messages, replay.meta.get("model"))
         return changed
 

@@ -187,6 +187,10 @@ class Conversation:
         if self.session is not None:
             self.session.pins(pins)
 
+    def record_notes(self, notes: Sequence[str]) -> None:
+        if self.session is not None:
+            self.session.notes(notes)
+
     def record_cancel(self) -> None:
         """The turn ended without finishing (cancelled or closed)."""
         if self.session is not None:

@@ -470,11 +470,15 @@ class ContextKeeper:
     # --- sessions ----------------------------------------------------------------------------------
 
     def take_over(
-        self, records: Sequence[Compaction], pins: Sequence[str], ledger: Sequence[LedgerEntry] = ()
+        self,
+        records: Sequence[Compaction],
+        pins: Sequence[str],
+        ledger: Sequence[LedgerEntry] = (),
+        notes: Sequence[str] = (),
     ) -> None:
-        """A resumed history's undo records (those that still lead to it), pins (those still in it) and
-        ledger become this session's, and the new session file starts with them."""
-        self.state.take_over(records, pins, ledger)
+        """A resumed history's undo records (those that still lead to it), pins (those still in it),
+        ledger and the model's notes become this session's, and the new session file starts with them."""
+        self.state.take_over(records, pins, ledger, notes)
         kept = frozenset(pin_targets(self.conversation.history, pins))
         if kept:
             self._set_pins(kept)

@@ -1,11 +1,11 @@
 """One conversation's state, in one place: what every part of the agent reads and changes.
 
 `ConversationState` owns the history (through its `Conversation`, which records every change in the
-session log), the ledger of what the steps took out, the pins, the compactions undo can reverse, the
-turn flag, the timeline of model calls and the prompt cache's accounts. The agent's parts (the keeper,
-the schedule, economics, the engine runner, the meter) each hold this state and the services they
-use (the compactor, the model, the token counter), never another part: what one part hands another
-goes through the agent, which calls them in order. A new or resumed session resets it here.
+session log), the ledger of what the steps took out, the pins, the model's notes, the compactions
+undo can reverse, the turn flag, the timeline of model calls and the prompt cache's accounts. The
+agent's parts (the keeper, the schedule, economics, the engine runner, the meter) each hold this state
+and the services they use (the compactor, the model, the token counter), never another part: what one
+part hands another goes through the agent, which calls them in order. A new or resumed session resets it here.
 """
 
 from __future__ import annotations
@@ -15,13 +15,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.agent.conversation import Conversation
+from core.compaction.notes import Notebook
 from core.compaction.pins import Pins
 from core.compaction.steering import Compaction
 from core.facts.ledger import Ledger
 from core.history.store import History
+from core.tools.base import ToolOutput
+from core.tools.note import edit_notes
 from core.usage.cache import CacheTracker, Clock
 from core.usage.prices import Price
 from core.usage.timeline import Timeline
+from core.values.notes import NotesChanged
 from core.values.records import LedgerEntry
 
 Message = dict[str, Any]
@@ -40,11 +44,14 @@ class ConversationState:
         auto_compact: bool = True,
         undo_depth: int = 20,
         pins: Pins | None = None,
+        notebook: Notebook | None = None,
         clock: Clock | None = None,
     ) -> None:
         self.conversation = conversation
         self.pins = pins if pins is not None else Pins()
         """What every compaction step keeps byte-exact (the compactor reads the same object)."""
+        self.notebook = notebook if notebook is not None else Notebook()
+        """The model's notes, which every compaction carries verbatim (the compactor reads this object)."""
         self.ledger = Ledger()
         """What every step and drop took out of the context (`Agent.ledger`)."""
         self.compactions: list[Compaction] = []
@@ -86,6 +93,11 @@ class ConversationState:
         return self.pins.keys
 
     @property
+    def notes(self) -> tuple[str, ...]:
+        """The model's notes, numbered from 1 in this order as the model sees them."""
+        return self.notebook.notes
+
+    @property
     def call_number(self) -> int:
         """The number of the model call the next change is made before."""
         return len(self.timeline.samples) + 1
@@ -102,6 +114,22 @@ class ConversationState:
         self.pins.keys = keys
         self.conversation.record_pins(keys)
 
+    def set_notes(self, notes: tuple[str, ...]) -> None:
+        """The notes become `notes` (recorded in the session log)."""
+        self.notebook.notes = notes
+        self.conversation.record_notes(notes)
+
+    def note(
+        self, tool_use_id: str, tool_input: dict[str, Any], limit: int
+    ) -> tuple[ToolOutput, NotesChanged | None]:
+        """Apply one call of the note tool (core/tools/note.py): the result the model reads, and the
+        event of the change (None when refused or nothing changed)."""
+        edit = edit_notes(self.notes, tool_input, limit)
+        if edit.change is None:
+            return edit.output, None
+        self.set_notes(edit.notes)
+        return edit.output, NotesChanged(edit.notes, edit.change, edit.number, edit.text, limit, tool_use_id)
+
     def remember(self, compaction: Compaction) -> None:
         """Keep a compaction for undo; only the newest `undo_depth` are kept, so what left the history
         is not held forever (the archive keeps every byte of it on disk)."""
@@ -109,10 +137,11 @@ class ConversationState:
         del self.compactions[: max(0, len(self.compactions) - self.undo_depth)]
 
     def reset(self) -> None:
-        """A new session: no pins, nothing to undo, an empty ledger, a new timeline (cost is per
-        session), nothing known of any cache."""
+        """A new session: no pins, no notes, nothing to undo, an empty ledger, a new timeline (cost is
+        per session), nothing known of any cache."""
         self.compactions.clear()
         self.pins.keys = frozenset()
+        self.notebook.notes = ()
         self.ledger = Ledger()
         self.tracker.reset()
         self.timeline = Timeline(self.price, offline=self.offline, ttl=self.ttl)
@@ -120,14 +149,20 @@ class ConversationState:
         self.last_input_tokens = None
 
     def take_over(
-        self, records: Sequence[Compaction], pins: Sequence[str], ledger: Sequence[LedgerEntry] = ()
+        self,
+        records: Sequence[Compaction],
+        pins: Sequence[str],
+        ledger: Sequence[LedgerEntry] = (),
+        notes: Sequence[str] = (),
     ) -> tuple[Compaction, ...]:
-        """A resumed history's ledger becomes this session's (recorded in the new session file), and
-        of its undo records those that still lead to it; returns them. Pins are the keeper's (it
-        checks each is still in the history)."""
+        """A resumed history's ledger and notes become this session's (recorded in the new session
+        file), and of its undo records those that still lead to it; returns them. Pins are the
+        keeper's (it checks each is still in the history)."""
         self.ledger = Ledger(ledger)
         if ledger:
             self.conversation.record_ledger(self.ledger.carried())
+        if notes:
+            self.set_notes(tuple(notes))
         usable: list[Compaction] = []
         following: Sequence[Message] = self.history
         for record in reversed(records):  # newest first: what each left must start what followed it

@@ -1,11 +1,11 @@
 """What a UI reads of an agent: one read-only view, so that no view reaches through the agent's parts.
 
 A UI learns what happens from the events a turn or an action yields; for everything else it shows
-(the model, the workdir, the limit, the request's system prompt and tools, the pins, the timeline, the
-session's file) it reads an `AgentView`. Every property reads the agent's state or settings as they
-are now; sequences are handed out as tuples or as the history itself typed read-only, so a view cannot
-change the conversation by accident. Steering goes through the agent's methods, which refuse while a
-turn runs.
+(the model, the workdir, the limit, the request's system prompt and tools, the pins, the model's
+notes, the timeline, the session's file) it reads an `AgentView`. Every property reads the agent's
+state or settings as they are now; sequences are handed out as tuples or as the history itself typed
+read-only, so a view cannot change the conversation by accident. Steering goes through the agent's
+methods, which refuse while a turn runs.
 """
 
 from __future__ import annotations
@@ -120,6 +120,17 @@ class AgentView:
     @property
     def pinned(self) -> frozenset[str]:
         return self._agent.state.pinned
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The model's notes (the note tool), numbered from 1 in this order as the model sees them;
+        a turn yields `NotesChanged` when they change (a new session has none, a resume brings them back)."""
+        return self._agent.state.notes
+
+    @property
+    def notes_char_limit(self) -> int:
+        """The characters the notes may hold in all (`notes_char_limit`)."""
+        return self._agent.compactor.settings.notes_char_limit
 
     @property
     def timeline(self) -> tuple[ContextSample, ...]:

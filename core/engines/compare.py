@@ -40,6 +40,7 @@ from core.history.tokens import TokenCounter
 from core.model.edits import ServerEngine
 from core.model.offline import OfflineModel
 from core.text import visible
+from core.tools.note import NOTE_TOOL, edit_notes
 from core.usage.payback import expected_calls, multipliers, pays_back
 from core.usage.prices import Usage, price_for, window_for
 
@@ -179,6 +180,21 @@ class Replay:
                 ),
             )
 
+    def note_tool(self, reply: Message | None) -> None:
+        """The note tool, as the agent applies it while it runs the reply's calls: the notes the
+        compactor carries change with each call, in order."""
+        content = reply.get("content") if reply is not None else None
+        for block in content if isinstance(content, list) else ():
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_use"
+                and block.get("name") == NOTE_TOOL
+                and isinstance(block.get("input"), dict)
+            ):
+                notebook = self.compactor.notebook
+                limit = self.settings.compaction.notes_char_limit
+                notebook.notes = edit_notes(notebook.notes, block["input"], limit).notes
+
     async def _apply(self, number: int, events: AsyncIterator[Any]) -> None:
         outcome: Outcome | None = None
         fired = False
@@ -257,6 +273,7 @@ async def _client(replay: Replay, cache_aware: bool, masking: bool = False) -> l
     previous: Message | None = None
     for number, call in enumerate(replay.recorded.calls, 1):
         replay.history.extend(call.added)
+        replay.note_tool(previous)
         await replay.compact_tool(number, previous)
         previous = call.reply
         hold = cache_aware and await replay.holds(number)

@@ -33,7 +33,7 @@ from core.proxy.record import is_proxy_record, read_proxy_file
 from core.sessions.claude_code import looks_like_claude_code, read_claude_code, read_records
 from core.sessions.economics import economics, economics_text, read_samples
 from core.sessions.log import SessionLog, valid_message
-from core.text import plural
+from core.text import one_line, plural
 from core.values.records import LedgerEntry
 
 Message = dict[str, Any]
@@ -78,6 +78,7 @@ class Inspected:
     )  # Claude Code: where each compaction boundary cut `archived`
     model: str | None = None  # the model the file names (a trajectory)
     times: list[float | None] = field(default_factory=list)  # a trajectory: when each model call was made
+    model_notes: list[str] = field(default_factory=list)  # a ctxtui session's notes (the note tool)
 
 
 # --- reading --------------------------------------------------------------------------------------
@@ -204,6 +205,7 @@ def _load_jsonl(path: Path) -> Inspected:
         "splice",
         "replace",
         "pins",
+        "notes",
         "compaction",
         "event",
     ):
@@ -211,7 +213,13 @@ def _load_jsonl(path: Path) -> Inspected:
         workdir = replay.meta.get("workdir")
         root = Path(workdir) if isinstance(workdir, str) else path.parent.parent.parent
         return Inspected(
-            path, "session", replay.messages, workdir=root, skipped=replay.skipped, ledger=replay.ledger
+            path,
+            "session",
+            replay.messages,
+            workdir=root,
+            skipped=replay.skipped,
+            ledger=replay.ledger,
+            model_notes=replay.notes,
         )
     if is_proxy_record(first):
         return _load_proxy(path)
@@ -412,15 +420,19 @@ class DryRun:
     error: str | None = None  # reported as null: a dry run refuses nothing
 
 
-async def dry_run(messages: list[Message], active_request: str, settings: CompactionSettings) -> DryRun:
+async def dry_run(
+    messages: list[Message], active_request: str, settings: CompactionSettings, notes: Sequence[str] = ()
+) -> DryRun:
     """The pipeline's decisions (`Compactor.dry_run`), with a temporary archive: nothing is written to
-    the workdir, no model is called, and `messages` is not changed."""
+    the workdir, no model is called, and `messages` is not changed; `notes`: the model's notes, which
+    a snip carries."""
     from core.archive import Archive
     from core.compaction import Compactor
+    from core.compaction.notes import Notebook
 
     before = estimate_chars(messages)
     with tempfile.TemporaryDirectory(prefix="ctxtui-dry-run-") as scratch:
-        compactor = Compactor(Archive(Path(scratch)), settings=settings)
+        compactor = Compactor(Archive(Path(scratch)), settings=settings, notebook=Notebook(tuple(notes)))
         planned = list(await compactor.dry_run(messages, active_request))
     after = planned[-1].chars_after if planned else before
     return DryRun(planned, before, after, needs_model=after > settings.context_char_limit)
@@ -447,7 +459,7 @@ async def report(inspected: Inspected, settings: CompactionSettings) -> dict[str
     if with_prompt:
         extra = [item for item in (inspected.system, inspected.tools) if item is not None]
         tokens += sum(counter.count_text(json.dumps(item, default=str, ensure_ascii=False)) for item in extra)
-    run = await dry_run(messages, current_request(messages), settings)
+    run = await dry_run(messages, current_request(messages), settings, inspected.model_notes)
     cache = economics(read_samples(inspected.path)) if inspected.kind == "session" else None
     return {
         "file": str(inspected.path),
@@ -462,6 +474,7 @@ async def report(inspected: Inspected, settings: CompactionSettings) -> dict[str
         "summary": inspected.summary,
         "skipped_records": inspected.skipped,
         "notes": inspected.notes,
+        "model_notes": inspected.model_notes,
         "client_markers": [
             {"where": found.where, "kind": found.marker.kind, "client": found.marker.client}
             for found in find_client_markers(messages)
@@ -502,6 +515,10 @@ def report_text(data: dict[str, Any]) -> str:
             f"{data['archived_chars']:,} chars"
         )
     lines.extend(data["notes"])
+    if model_notes := data.get("model_notes"):
+        size = sum(len(text) for text in model_notes)
+        lines.append(f"the model's notes: {len(model_notes)} ({size:,} chars)")
+        lines.extend(f"  {number}. {one_line(text, 100)}" for number, text in enumerate(model_notes, 1))
     if data["skipped_records"]:
         lines.append(f"{data['skipped_records']} records skipped (cut or not of a valid shape)")
     lines.extend(_proxy_lines(data.get("proxy")))

@@ -1,7 +1,7 @@
 """Sessions: the history and its events appended to a JSONL file as they happen.
 
-Each line is one record: {"type": "meta" | "message" | "splice" | "replace" | "pins" | "compaction" |
-"event", ...}.
+Each line is one record: {"type": "meta" | "message" | "splice" | "replace" | "pins" | "notes" |
+"compaction" | "event", ...}.
 Replaying the records gives back the history, so `--resume` continues after a quit or a crash. A
 "message" appends one message; a "splice" carries only what a change of the history changed (for
 each splice its place, how many messages it removed and the messages it added), so a compaction
@@ -10,7 +10,9 @@ history: at the start of a session that resumes one, when everything was replace
 splices since the last snapshot outweigh one (a damaged splice then costs at most that stretch).
 A "compaction" record (its steps and files) says that the change right after it is a compaction,
 so a replay can offer undo for it again: the history before that change and after it are the two
-states undo needs (a later "undo" change takes the newest one back off). An "event" record of kind
+states undo needs (a later "undo" change takes the newest one back off). A "notes" record holds all
+the model's notes after a change (the note tool); the last one is the notes a resume brings back. An
+"event" record of kind
 "LedgerChanged" is a change of the ledger (core/facts/ledger.py): replaying them gives it back.
 Records are queued synchronously (callable from `finally` blocks) and written by a background task
 in a worker thread. Settings and environment (the API key above all) are never recorded.
@@ -45,7 +47,7 @@ from typing import Any, TypeGuard
 from core.compaction.steering import Compaction
 from core.facts.ledger import Ledger, replay_change
 from core.history import estimate_chars, pairing_problems
-from core.history.intake import repair_history
+from core.history.intake import repair_history, valid_text
 from core.history.messages import persons_words, repair_pairing, text_of
 from core.jsonlines import BadLine, read_records
 from core.private import open_private_dir, open_private_file
@@ -144,6 +146,11 @@ def _compaction_shaped(entry: dict[str, Any]) -> bool:
     )
 
 
+def _notes_shaped(notes: Any) -> TypeGuard[list[str]]:
+    """A "notes" record's notes as `SessionLog.notes` writes them: a list of texts, none empty."""
+    return isinstance(notes, list) and all(isinstance(text, str) and text for text in notes)
+
+
 def _meta_shaped(entry: dict[str, Any]) -> bool:
     """A "meta" record whose fields readers use have their types (`created` is checked where it is shown)."""
     return all(entry.get(key) is None or isinstance(entry[key], str) for key in ("model", "workdir"))
@@ -178,6 +185,7 @@ class Replay:
     )  # undo records, oldest first (replay(undo_depth=))
     first_request: str = ""  # the first words of the person the file recorded (not a summary or marker)
     ledger: list[LedgerEntry] = field(default_factory=list)  # what the steps and drops took out, oldest first
+    notes: list[str] = field(default_factory=list)  # the last "notes" record: the model's notes (note tool)
 
     @property
     def valid(self) -> bool:
@@ -249,6 +257,10 @@ class SessionLog:
     def pins(self, ids: Iterable[str]) -> None:
         """Record the pinned tool_use ids (the last record wins on replay; older readers skip it)."""
         self.record({"type": "pins", "ids": sorted(ids)})
+
+    def notes(self, notes: Iterable[str]) -> None:
+        """Record the model's notes, all of them, in order (the last record wins on replay)."""
+        self.record({"type": "notes", "notes": list(notes)})
 
     def compaction(self, reason: str, steps: Sequence[str], files: Sequence[str]) -> None:
         """Say that the next change (of this `reason`) is a compaction that undo can reverse."""
@@ -444,6 +456,8 @@ class SessionLog:
                 pending = entry
             elif kind == "pins" and isinstance(entry.get("ids"), list):
                 replay.pins = [str(item) for item in entry["ids"] if isinstance(item, str)]
+            elif kind == "notes" and _notes_shaped(entry.get("notes")):
+                replay.notes = [valid_text(text) for text in entry["notes"]]
             elif kind == "meta" and not replay.meta and _meta_shaped(entry):
                 replay.meta = entry
             elif kind == "event" and entry.get("kind") == "LedgerChanged":

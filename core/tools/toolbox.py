@@ -17,6 +17,7 @@ from core.tools.bash import BashTool
 from core.tools.compact import CompactTool
 from core.tools.edit_file import EditFileTool
 from core.tools.glob import GlobTool
+from core.tools.note import NoteTool
 from core.tools.read_file import ReadFileTool
 from core.tools.search_context import SearchContextTool, Searcher
 from core.tools.workspace import Workspace, WorkspaceError
@@ -61,6 +62,7 @@ class ToolBox:
             GlobTool(workspace, time_budget=glob_time_budget),
             CompactTool(),
             self._search,
+            NoteTool(),
         ]
         self._tools: dict[str, Tool] = {tool.name: tool for tool in tools}
 

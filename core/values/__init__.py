@@ -9,4 +9,5 @@ the utilities, so every package may carry them and the events (core/events.py) a
 - `miss`: `CacheMiss` (why a call did not reuse the cached prefix) and `PrefixChange`.
 - `samples`: `ContextSample` (one model call, as the timeline records it), `TokenCount` (the next
   request's size) and `CostParts` (a call's cost, split as the bill is).
+- `notes`: `NotesChanged` (the model's notes after the note tool changed them) and `notes_chars`.
 """

@@ -55,7 +55,7 @@ from tests.support.fakeapi import (
 from tests.support.permission import answered, run
 
 LIMIT = 50_000
-TOOL_NAMES = {"bash", "read_file", "write_file", "edit_file", "glob", "compact", "search_context"}
+TOOL_NAMES = {"bash", "read_file", "write_file", "edit_file", "glob", "compact", "search_context", "note"}
 CTXTUI = Path(sys.executable).with_name("ctxtui")
 
 Message = dict[str, Any]

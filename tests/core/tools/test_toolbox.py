@@ -37,6 +37,7 @@ def test_schemas_describe_every_tool(ws: Path) -> None:
         "glob",
         "compact",
         "search_context",
+        "note",
     ]
     for schema in schemas:
         assert set(schema) == {"name", "description", "input_schema"}
