@@ -663,15 +663,18 @@ def _k(value: int) -> str:
     return f"{value / 1000:.1f}k" if value >= 1000 else str(value)
 
 
-async def compare_file(path: Path, settings: Settings, progress: Progress | None = None) -> dict[str, Any]:
+async def compare_file(
+    path: Path, settings: Settings, progress: Progress | None = None, conversation: str | None = None
+) -> dict[str, Any]:
     """`compare` of the session file at `path` (InspectError, one line, when it is none); a ctxtui
-    session's requests carry ctxtui's own system prompt and tool schemas."""
+    session's requests carry ctxtui's own system prompt and tool schemas; `conversation`: which one
+    of a proxy recording folder."""
     from core.engines.sources import recorded_calls
     from core.tools import ToolBox, Workspace
     from core.tools.prompt import SYSTEM_PROMPT
 
     workdir = settings.workdir
     recorded = recorded_calls(
-        path, SYSTEM_PROMPT.format(workdir=workdir), ToolBox(Workspace(workdir)).schemas
+        path, SYSTEM_PROMPT.format(workdir=workdir), ToolBox(Workspace(workdir)).schemas, conversation
     )
     return await compare(recorded, settings, progress)

@@ -3,8 +3,10 @@ and the reply that answered it, for the replay under each engine (compare.py).
 
 - a ctxtui session log: the messages it appended, in order (what compaction later did to them is
   the engine's business); each assistant message is one call's reply;
-- a `ctxtui proxy` recording: one call per exchange; what a request added is what it has beyond the
-  conversation so far (a client's own rewrite shows up as new messages); the recorded reply follows;
+- a `ctxtui proxy` recording (a file, or a folder's conversation): one call per exchange; what a
+  request added is what it has beyond the conversation so far, messages compared by content (a
+  client re-sends the model's blocks with another key order); a client's own rewrite shows up as new
+  messages; the recorded reply follows;
 - a Claude Code session, a transcript or a list of messages: the whole conversation (what lies
   before a compaction boundary too), one call per assistant message.
 """
@@ -16,10 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from core import jsonlines
-from core.history.sizes import dumps
 from core.jsonlines import BadLine
-from core.proxy.record import read_proxy_file
-from core.sessions.claude_code import read_records
 from core.sessions.inspection import Inspected, load_file
 from core.sessions.log import valid_message
 
@@ -73,20 +72,23 @@ def _session_messages(path: Path) -> tuple[list[Message], str | None]:
     return messages, model
 
 
-def _prefix(old: list[Message], new: list[Any]) -> int:
+def _prefix(old: list[str], new: list[str]) -> int:
+    """How many leading messages two histories share, compared by their canonical keys."""
     count = 0
     for before, after in zip(old, new, strict=False):
-        if dumps(before) != dumps(after):
+        if before != after:
             break
         count += 1
     return count
 
 
-def _proxy_calls(path: Path, recorded: Recorded) -> None:
-    records, _ = read_records(path)
+def _proxy_calls(recorded: Recorded) -> None:
+    from core.sessions.proxy_folder import content_key, request_of
+
     conversation: list[Message] = []
-    for exchange in read_proxy_file(records).exchanges:
-        body = exchange.body
+    keys: list[str] = []  # content_key of each message of `conversation`
+    for exchange in recorded.inspected.exchanges:
+        body = request_of(exchange)
         messages = [message for message in body.get("messages") or [] if valid_message(message)]
         if not messages:
             continue
@@ -94,7 +96,9 @@ def _proxy_calls(path: Path, recorded: Recorded) -> None:
         tools = body.get("tools")
         recorded.tools = tools if isinstance(tools, list) else recorded.tools
         recorded.model = body.get("model") if isinstance(body.get("model"), str) else recorded.model
-        added = messages[_prefix(conversation, messages) :]
+        sent = [content_key(message) for message in messages]
+        shared = _prefix(keys, sent)
+        added = messages[shared:]
         reply_record = (exchange.response or {}).get("reply")
         content = reply_record.get("content") if isinstance(reply_record, dict) else None
         reply = {"role": "assistant", "content": content} if isinstance(content, list) and content else None
@@ -102,14 +106,19 @@ def _proxy_calls(path: Path, recorded: Recorded) -> None:
             reply = None
         recorded.calls.append(Call(added, reply))
         conversation.extend(added)
+        keys.extend(sent[shared:])
         if reply is not None:
             conversation.append(reply)
+            keys.append(content_key(reply))
 
 
-def recorded_calls(path: Path, system: Any = None, tools: list[Any] | None = None) -> Recorded:
+def recorded_calls(
+    path: Path, system: Any = None, tools: list[Any] | None = None, conversation: str | None = None
+) -> Recorded:
     """The session file at `path` as its calls (InspectError, one line, when it is no history file);
-    `system` and `tools` stand in where the file does not hold them (a ctxtui session)."""
-    inspected = load_file(path)
+    `system` and `tools` stand in where the file does not hold them (a ctxtui session);
+    `conversation`: which one of a proxy recording folder (the newest by default)."""
+    inspected = load_file(path, conversation)
     recorded = Recorded(
         inspected,
         system=inspected.system if inspected.system is not None else system,
@@ -119,7 +128,7 @@ def recorded_calls(path: Path, system: Any = None, tools: list[Any] | None = Non
         messages, recorded.model = _session_messages(path)
         recorded.calls = split_calls(messages)
     elif inspected.kind == "proxy":
-        _proxy_calls(path, recorded)
+        _proxy_calls(recorded)
     else:
         recorded.calls = split_calls([*inspected.archived, *inspected.messages])
         recorded.model = inspected.model

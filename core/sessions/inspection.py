@@ -78,20 +78,26 @@ class Inspected:
     )  # Claude Code: where each compaction boundary cut `archived`
     model: str | None = None  # the model the file names (a trajectory)
     times: list[float | None] = field(default_factory=list)  # a trajectory: when each model call was made
+    exchanges: list[Any] = field(default_factory=list)  # a proxy recording: its conversation's exchanges
     model_notes: list[str] = field(default_factory=list)  # a ctxtui session's notes (the note tool)
 
 
 # --- reading --------------------------------------------------------------------------------------
 
 
-def load_file(path: Path) -> Inspected:
+def load_file(path: Path, conversation: str | None = None) -> Inspected:
     """Read `path` as whatever history file it is; InspectError (one line) when it is none of them.
+
+    A folder is read as a `ctxtui proxy` recording folder: the exchanges of one conversation
+    (`conversation`: its id, an exchange's id or its number; the newest by default) as one history.
 
     Only a regular file is read (a FIFO or a device is refused, core/jsonlines.py), lines and
     nesting are bounded, and a bad line costs that line only.
     """
     if not path.exists():
         raise InspectError(f"{path}: no such file")
+    if path.is_dir():
+        return _load_proxy_folder(path, conversation)
     if not path.is_file():
         raise InspectError(f"{path}: not a regular file")
     try:
@@ -260,8 +266,37 @@ def _load_proxy(path: Path) -> Inspected:
     """A `ctxtui proxy` recording: the latest request with a JSON body is the history."""
     records, skipped = read_records(path)
     recording = read_proxy_file(records)
+    return _proxy_history(path, recording.exchanges, skipped + recording.skipped)
+
+
+def _load_proxy_folder(path: Path, wanted: str | None) -> Inspected:
+    """A recording folder: the chosen conversation's exchanges joined into one history."""
+    from core.sessions.proxy_folder import choose, describe, read_folder
+
+    try:
+        found = read_folder(path)
+    except OSError as error:
+        raise InspectError(f"{path}: cannot be read: {error.strerror or error}") from None
+    conversation = choose(found, wanted)
+    if conversation is None:
+        if wanted is None:
+            raise InspectError(f"{path}: a folder without a proxy recording that has messages")
+        raise InspectError(
+            f"{path}: no conversation {wanted!r}; it holds: " + "; ".join(describe(found)[:10])
+        )
+    inspected = _proxy_history(path, conversation.exchanges, found.skipped)
+    inspected.notes.insert(
+        0,
+        f"proxy recording folder: {plural(len(found.conversations), 'conversation')} in "
+        f"{plural(found.files, 'file')}; conversation {conversation.number} ({conversation.id}) is shown",
+    )
+    return inspected
+
+
+def _proxy_history(path: Path, recorded: list[Any], skipped: int) -> Inspected:
+    """The exchanges of a recording: the latest request with messages is the history."""
     exchanges = [
-        exchange for exchange in recording.exchanges if isinstance(exchange.view.get("messages"), list)
+        exchange for exchange in recorded if isinstance(exchange.view.get("messages"), list)
     ]  # `view`: an OpenAI-format request converted to the Messages API's shape
     if not exchanges:
         raise InspectError(f"{path}: a proxy recording without a request that has messages")
@@ -269,14 +304,14 @@ def _load_proxy(path: Path) -> Inspected:
     body = latest.view
     messages = [message for message in body["messages"] if valid_message(message)]
     dropped = len(body["messages"]) - len(messages)
-    notes = [f"proxy recording: {len(recording.exchanges)} exchange(s); the latest request is shown"]
+    notes = [f"proxy recording: {len(recorded)} exchange(s); the latest request is shown"]
     if dropped:
         notes.append(f"{dropped} message(s) of the request are not of a valid shape and are left out")
     response = latest.response or {}
     recorded_reply = response.get("reply")
     reply: dict[str, Any] = recorded_reply if isinstance(recorded_reply, dict) else {}
     proxy = {
-        "exchanges": len(recording.exchanges),
+        "exchanges": len(recorded),
         "id": latest.id,
         "model": body.get("model"),
         "user_agent": latest.request.get("user_agent"),
@@ -297,10 +332,11 @@ def _load_proxy(path: Path) -> Inspected:
         messages,
         system=body.get("system"),
         tools=tools if isinstance(tools, list) else None,
-        workdir=path.parent,
-        skipped=skipped + recording.skipped + dropped,
+        workdir=path if path.is_dir() else path.parent,
+        skipped=skipped + dropped,
         notes=notes,
         proxy=proxy,
+        exchanges=list(recorded),
     )
 
 

@@ -162,7 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     inspect = commands.add_parser("inspect", help="read a transcript, session, messages or Claude Code file")
     inspect.add_argument(
-        "file", type=Path, help="a .jsonl session or transcript, or a .json list of messages / request body"
+        "file",
+        type=Path,
+        help="a .jsonl session or transcript, a .json list of messages / request body, a trajectory, "
+        "or a ctxtui proxy recording folder (.ctxtui/proxy)",
     )
     inspect.add_argument(
         "--report",
@@ -183,6 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--compare",
         action="store_true",
         help="replay the session's requests under every engine and compare context and cost",
+    )
+    inspect.add_argument(
+        "--conversation",
+        metavar="ID",
+        help="FILE a proxy recording folder: the conversation to read (its id, an exchange id or its "
+        "number; default the newest)",
     )
     _common(inspect, suppress=True)
     add_proxy_parser(commands)
@@ -468,7 +477,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     if not (args.report or args.ledger or args.facts):
         _check_textual()  # the read-only inspector opens
     try:
-        inspected = load_file(args.file)
+        inspected = load_file(args.file, args.conversation)
     except InspectError as error:
         raise UsageError(str(error)) from error
     if args.ledger or args.facts:
@@ -516,7 +525,9 @@ def _compare(args: argparse.Namespace, config: Any) -> int:
 
     try:
         data = asyncio.run(
-            compare_file(args.file, _compare_settings(args, config), Progress("compare", "calls"))
+            compare_file(
+                args.file, _compare_settings(args, config), Progress("compare", "calls"), args.conversation
+            )
         )
     except InspectError as error:
         raise UsageError(str(error)) from error
