@@ -38,10 +38,11 @@ def add_proxy_parser(commands: Any) -> None:
     """The `proxy` sub-command's flags."""
     proxy = commands.add_parser(
         "proxy",
-        help="watch any Messages-API client (Claude Code, the SDKs) through a loopback proxy",
-        description="Forward /v1/... requests to the upstream unchanged, record each /v1/messages exchange, "
-        "and show each request live (or print one line per call with --headless). Point a client at it with "
-        "ANTHROPIC_BASE_URL=http://127.0.0.1:PORT.",
+        help="watch any Messages-API or OpenAI-format client (Claude Code, Codex, the SDKs) through a loopback proxy",
+        description="Forward /v1/... requests to the upstream unchanged, record each /v1/messages, "
+        "/v1/chat/completions and /v1/responses exchange, and show each request live (or print one line per "
+        "call with --headless). Point a client at it with ANTHROPIC_BASE_URL=http://127.0.0.1:PORT "
+        "(or OPENAI_BASE_URL=http://127.0.0.1:PORT/v1).",
     )
     proxy.add_argument(
         "--port",
@@ -61,7 +62,8 @@ def add_proxy_parser(commands: Any) -> None:
         "--upstream",
         default=None,
         metavar="URL",
-        help=f"where requests go (default $ANTHROPIC_BASE_URL, else {DEFAULT_UPSTREAM})",
+        help=f"where every request goes (default $ANTHROPIC_BASE_URL, else {DEFAULT_UPSTREAM}; OpenAI's paths: "
+        "$OPENAI_BASE_URL, else https://api.openai.com)",
     )
     proxy.add_argument(
         "--workdir",
