@@ -43,6 +43,8 @@ COMMANDS_HELP = """commands:
   ctxtui inspect FILE --report  totals, breakdown and a dry run of the pipeline for a history file
   ctxtui proxy [--port P]       watch any Messages-API client: a loopback proxy that records each call
   ctxtui inspect FILE --ledger --facts  what compaction took out, and which facts are no longer visible
+  ctxtui inspect FILE --audit   what a client's compaction did wrong (did_not_shrink, loop, early,
+                                lost_instructions); FILE may be a proxy folder (--conversation ID)
   ctxtui search QUERY [--output-format json]  search what this workdir's sessions archived
   ctxtui statusline             Claude Code's status line: its JSON on stdin, one line of context,
                                 prompt cache and last compaction on stdout (always exit 0)
@@ -186,6 +188,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--compare",
         action="store_true",
         help="replay the session's requests under every engine and compare context and cost",
+    )
+    inspect.add_argument(
+        "--audit",
+        action="store_true",
+        help="list what the client's compaction did wrong: did_not_shrink, loop, early, lost_instructions",
     )
     inspect.add_argument(
         "--conversation",
@@ -458,6 +465,8 @@ def run_inspect(args: argparse.Namespace) -> int:
 
     from core.sessions.inspection import InspectError, load_file, report, report_text
 
+    if args.audit:
+        return _audit(args)
     printed = args.report or args.ledger or args.facts or args.compare
     if args.output_format == "stream-json" or (args.output_format == "json" and not printed):
         raise UsageError(
@@ -504,6 +513,27 @@ def run_inspect(args: argparse.Namespace) -> int:
         print(json.dumps(data, ensure_ascii=True, default=str), flush=True)
     else:
         sys.stdout.write(visible(report_text(data)))
+        sys.stdout.flush()
+    return EXIT_OK
+
+
+def _audit(args: argparse.Namespace) -> int:
+    """`inspect FILE --audit`: what the client's compaction did wrong (core/sessions/audit.py)."""
+    import json
+
+    from core.sessions.audit import audit, audit_json, audit_text
+    from core.sessions.inspection import InspectError, load_file
+
+    if args.output_format == "stream-json":
+        raise UsageError("inspect --audit: --output-format takes text or json")
+    try:
+        found = audit(load_file(args.file, args.conversation))
+    except InspectError as error:
+        raise UsageError(str(error)) from error
+    if args.output_format == "json":
+        print(json.dumps(audit_json(found), ensure_ascii=True), flush=True)
+    else:
+        sys.stdout.write(visible(audit_text(str(args.file), found)))
         sys.stdout.flush()
     return EXIT_OK
 
