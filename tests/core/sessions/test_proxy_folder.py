@@ -146,3 +146,17 @@ def test_compare_of_a_folder_sends_the_real_sizes(tmp_path: Path) -> None:
     assert client["calls"] == 6
     # the largest call is the latest request (plus the system prompt), not the history re-added per call
     assert latest <= client["peak_tokens"] <= latest + 200
+
+
+def test_report_of_a_folder_counts_the_latest_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tui.cli import main
+
+    sent = make_conversation(tmp_path, 5)
+    assert main(["inspect", str(tmp_path), "--report", "--output-format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["kind"] == "proxy" and data["messages"] == len(sent[-1])
+    assert data["message_chars"] == estimate_chars(sent[-1])
+    assert data["chars"] == estimate_chars(sent[-1]) + len(json.dumps(SYSTEM)) + len("[]")
+    assert main(["inspect", str(tmp_path), "--conversation", "missing", "--report"]) == 2
