@@ -201,10 +201,10 @@ def call_sample(call: ProxyCall, previous: ProxyCall | None = None) -> ContextSa
         steps=steps,
         saved=saved,
         messages=len(call.messages),
-        input_tokens=usage.input_tokens if usage is not None else None,
-        cache_read_tokens=usage.cache_read_tokens if usage is not None else None,
-        cache_creation_tokens=usage.cache_creation_tokens if usage is not None else None,
-        output_tokens=usage.output_tokens if usage is not None else None,
+        input_tokens=usage.figure("input_tokens") if usage is not None else None,
+        cache_read_tokens=usage.figure("cache_read_tokens") if usage is not None else None,
+        cache_creation_tokens=usage.figure("cache_creation_tokens") if usage is not None else None,
+        output_tokens=usage.figure("output_tokens") if usage is not None else None,
         cost=call.cost,
         error=failure(call) if failed else None,
         cache_miss=call.cache_miss if usage is not None and not failed else None,
@@ -224,9 +224,14 @@ def describe_call(call: ProxyCall, clock: str | None = None) -> str:
     ]
     if call.usage is not None:
         usage = call.usage
+
+        def shown(name: str) -> str:  # an unknown figure (OpenAI's cache writes) is "?", never 0
+            value = usage.figure(name)
+            return "?" if value is None else f"{value:,}"
+
         parts.append(
-            f"in {usage.input_tokens:,} cache r {usage.cache_read_tokens:,} "
-            f"w {usage.cache_creation_tokens:,} out {usage.output_tokens:,}"
+            f"in {shown('input_tokens')} cache r {shown('cache_read_tokens')} "
+            f"w {shown('cache_creation_tokens')} out {shown('output_tokens')}"
         )
     parts.append(f"${call.cost:.4f}" if call.cost is not None else "$?")
     if call.outcome != "complete" or (call.status or 0) >= 400:

@@ -20,7 +20,7 @@ import httpx
 import openai
 import pytest
 
-from core.proxy.calls import ProxyCall
+from core.proxy.calls import ProxyCall, call_sample, describe_call
 from core.proxy.openai import OPAQUE, opaque, request_view, window_of
 from core.proxy.record import Recorder
 from core.proxy.server import ProxyServer
@@ -151,6 +151,8 @@ async def test_chat_completions_json_bytes_unchanged_recorded_and_converted(tmp_
     assert call.usage is not None and call.usage.cache_read_tokens == 64
     assert call.usage.input_tokens + 64 == raw.parse().usage.prompt_tokens  # type: ignore[union-attr]
     assert call.usage.figure("cache_creation_tokens") is None, "OpenAI reports no cache writes: unknown"
+    assert " cache r 64 w ? out " in describe_call(call), "the --headless line says unknown, not 0"
+    assert call_sample(call).cache_creation_tokens is None and call_sample(call).cache_read_tokens == 64
     request, response = recorded(call)
     assert request["path"] == "/v1/chat/completions" and request["body"] == json.loads(w.sent[0])
     assert response["usage"]["prompt_tokens_details"]["cached_tokens"] == 64
