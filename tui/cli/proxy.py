@@ -211,14 +211,18 @@ def _self_upstream(options: ProxyOptions, port: int) -> bool:
     """The upstream is this very proxy: said in one line (the caller stops and exits 2)."""
     from core.proxy.http import shown_upstream, upstream_is
 
-    if not upstream_is(options.upstream, options.host, port):
-        return False
-    _say(
-        f"ctxtui proxy: error: the upstream {shown_upstream(options.upstream)} is this proxy "
-        "(unset ANTHROPIC_BASE_URL or pass --upstream)",
-        err=True,
-    )
-    return True
+    for upstream, variable in (
+        (options.upstream, "ANTHROPIC_BASE_URL"),
+        (options.openai_upstream, "OPENAI_BASE_URL"),
+    ):
+        if upstream is not None and upstream_is(upstream, options.host, port):
+            _say(
+                f"ctxtui proxy: error: the upstream {shown_upstream(upstream)} is this proxy "
+                f"(unset {variable} or pass --upstream)",
+                err=True,
+            )
+            return True
+    return False
 
 
 def _stopped(calls: int, recorder: Any) -> None:

@@ -305,3 +305,18 @@ async def test_recordings_are_readable_by_inspect(tmp_path: Path) -> None:
         report = json.loads(result.stdout)
         assert report["messages"] == messages
         assert report["proxy"]["status"] == 200 and report["proxy"]["model"] == call.model
+
+
+def test_an_openai_base_url_that_is_the_proxy_itself_is_refused(tmp_path: Path) -> None:
+    import socket
+
+    from tests.support.cli import env_without_key
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    env = env_without_key(OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1")
+    result = ctxtui("proxy", "--port", str(port), "--workdir", str(tmp_path), "--no-record", env=env)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [f"ctxtui proxy: error: the upstream http://127.0.0.1:{port} is this proxy "
+                                          "(unset OPENAI_BASE_URL or pass --upstream)"]
