@@ -96,7 +96,9 @@ class InspectApp(App[int]):
         gauge.flush()
         if self.compare_settings is not None:
             self.query_one("#compare-timelines").focus()
-            self.query_one(CompareView).compare(self.inspected.path, self.compare_settings)
+            self.query_one(CompareView).compare(
+                self.inspected.path, self.compare_settings, self.inspected.conversation
+            )
         else:
             self.query_one(MessageTree).focus()
 

@@ -79,6 +79,7 @@ class Inspected:
     model: str | None = None  # the model the file names (a trajectory)
     times: list[float | None] = field(default_factory=list)  # a trajectory: when each model call was made
     exchanges: list[Any] = field(default_factory=list)  # a proxy recording: its conversation's exchanges
+    conversation: str | None = None  # a proxy recording folder: the id of the conversation read
     model_notes: list[str] = field(default_factory=list)  # a ctxtui session's notes (the note tool)
 
 
@@ -285,6 +286,7 @@ def _load_proxy_folder(path: Path, wanted: str | None) -> Inspected:
             f"{path}: no conversation {wanted!r}; it holds: " + "; ".join(describe(found)[:10])
         )
     inspected = _proxy_history(path, conversation.exchanges, found.skipped)
+    inspected.conversation = conversation.id
     inspected.notes.insert(
         0,
         f"proxy recording folder: {plural(len(found.conversations), 'conversation')} in "

@@ -199,9 +199,10 @@ class CompareView(Vertical):
         await timelines.mount_all(EngineTimeline(row, top) for row in data["engines"])
 
     @work(thread=True, exclusive=True, group="compare", description="compare engines", exit_on_error=False)
-    def compare(self, path: Path, settings: Settings) -> None:
-        """Replay `path` under every engine (a second or more of CPU: in a thread), then `show` it."""
-        data = asyncio.run(compare_file(path, settings))
+    def compare(self, path: Path, settings: Settings, conversation: str | None = None) -> None:
+        """Replay `path` under every engine (a second or more of CPU: in a thread), then `show` it;
+        `conversation`: which one of a proxy recording folder."""
+        data = asyncio.run(compare_file(path, settings, None, conversation))
         self.app.call_from_thread(self.call_later, self.show, data)
 
     @on(Worker.StateChanged)
