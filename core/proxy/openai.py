@@ -110,6 +110,11 @@ def request_view(body: JSONDict, wire: Wire) -> JSONDict:
         instructions = body.get("instructions")
         if isinstance(instructions, str) and instructions:
             system.insert(0, {"type": "text", "text": instructions})
+        elif isinstance(instructions, list):  # input items, as a stored prompt spells them
+            listed, _ = _response_items(
+                [{**item, "role": "system"} if isinstance(item, dict) else item for item in instructions]
+            )
+            system[:0] = listed
         skip = {"input", "instructions", "tools"}
     view: JSONDict = {key: value for key, value in body.items() if key not in skip}
     view["messages"] = messages

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core.proxy.openai import read_openai_reply, usage_of
+from core.proxy.openai import read_openai_reply, request_view, usage_of
 
 SSE = "text/event-stream"
 
@@ -86,3 +86,10 @@ def test_usage_figures_that_are_no_count_are_unknown() -> None:
                                       "input_tokens_details": {"cached_tokens": 1e400}})
     assert usage is not None and usage.figure("input_tokens") is None and usage.figure("cache_read_tokens") is None
     assert checked is not None and checked["input_tokens"] is None and len(notes) == 2
+
+
+def test_instructions_as_items_are_the_system_prompt() -> None:
+    view = request_view({"instructions": [{"type": "message", "role": "developer", "content": "Be brief."}],
+                         "input": "hi"}, "responses")
+    assert view["system"] == [{"type": "text", "text": "Be brief."}]
+    assert view["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
