@@ -44,7 +44,6 @@ from core.recall.extract import Chunk, line_chunk, result_chunks, transcript_chu
 from core.recall.hits import Hit, SearchResult, best_line, snippet
 from core.recall.query import Query, parse
 from core.text import error_line
-from core.tools.base import ToolOutput
 
 TOKENIZER = "trigram"
 """The FTS5 tokenizer: trigram, picked by measurement (bench/bench_recall.py --tokenizer both: the
@@ -148,12 +147,6 @@ class RecallIndex:
         """The archived files that hold `query` (plain text), best first, at most `limit` (1..20)."""
         self._wanted.set()
         return await asyncio.wrap_future(self._submit(self._search, query, limit))
-
-    async def answer(self, query: str, limit: int = 5) -> ToolOutput:
-        """`search` as the search_context tool's result: the text the model reads, an error when there
-        was nothing to search for."""
-        result = await self.search(query, limit)
-        return ToolOutput(result.text(), is_error=result.problem is not None)
 
     def search_now(self, query: str, limit: int = 5) -> SearchResult:
         """`search`, waiting in this thread (the command line, a benchmark; never the event loop)."""

@@ -2,7 +2,7 @@
 
 Like the compact tool it reaches beyond the workspace: what it searches is the archive's index
 (core/recall/), which sits above the tools in the core's stack, so the tool is handed something that
-answers (`Searcher`) and only checks the input. The query is plain text, never search syntax; `limit`
+searches (`Searcher`) and only checks the input. The query is plain text, never search syntax; `limit`
 is clamped to 1..20. Without a searcher (a toolbox built for a schema alone) the call is refused in
 one line.
 """
@@ -19,11 +19,19 @@ DEFAULT_LIMIT = 5
 MAX_LIMIT = 20
 
 
-class Searcher(Protocol):
-    """What answers a search: the hits as the text the model reads (an error when there was nothing to
-    search for)."""
+class Answer(Protocol):
+    """A search's outcome: the text the model reads, and the problem when there was nothing to search."""
 
-    async def answer(self, query: str, limit: int = DEFAULT_LIMIT) -> ToolOutput: ...
+    @property
+    def problem(self) -> str | None: ...
+
+    def text(self) -> str: ...
+
+
+class Searcher(Protocol):
+    """What searches (the recall index, core/recall/index.py)."""
+
+    async def search(self, query: str, limit: int = DEFAULT_LIMIT) -> Answer: ...
 
 
 class SearchContextTool:
@@ -69,7 +77,8 @@ class SearchContextTool:
         limit = read_limit(tool_input)
         if self.searcher is None:
             raise ToolError("search_context is not available here: this session has no archive index.")
-        return await self.searcher.answer(query, limit)
+        answer = await self.searcher.search(query, limit)
+        return ToolOutput(answer.text(), is_error=answer.problem is not None)
 
 
 def read_limit(tool_input: dict[str, Any]) -> int:

@@ -13,13 +13,23 @@ from core.tools import ToolOutput
 from tests.support.tools import make_tools
 
 
+class Answered:
+    problem = None
+
+    def __init__(self, query: str) -> None:
+        self.query = query
+
+    def text(self) -> str:
+        return f"answered {self.query!r}"
+
+
 class Recorder:
     def __init__(self) -> None:
         self.asked: list[tuple[str, int]] = []
 
-    async def answer(self, query: str, limit: int = 5) -> ToolOutput:
+    async def search(self, query: str, limit: int = 5) -> Answered:
         self.asked.append((query, limit))
-        return ToolOutput(f"answered {query!r}")
+        return Answered(query)
 
 
 @pytest.mark.parametrize(
@@ -32,7 +42,7 @@ async def test_the_limit_is_clamped(ws: Path, given: object, used: int) -> None:
     if given is not None:
         tool_input["limit"] = given
     output = await tools.run("search_context", tool_input)
-    assert not output.is_error and searcher.asked == [('a "b" NEAR(c)', used)]
+    assert output == ToolOutput("answered 'a \"b\" NEAR(c)'") and searcher.asked == [('a "b" NEAR(c)', used)]
 
 
 @pytest.mark.parametrize(
