@@ -258,7 +258,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "next_view",
         "next_view",
-        "Switch the inspector's view: message tree, breakdown, timeline, dropped, facts",
+        "Switch the inspector's view: message tree, breakdown, timeline, dropped, facts, search",
         key="f2",
         footer="View",
         needs_agent=False,
@@ -302,6 +302,15 @@ ACTIONS: tuple[Action, ...] = (
         key="ctrl+f",
         palette="Inspector: facts the model cannot see",
         slash="facts",
+        needs_agent=False,
+    ),
+    Action(
+        "search",
+        "search",
+        "Search everything compaction archived (as the model's search_context does); enter opens a hit",
+        palette="Inspector: search the archive",
+        slash="search",
+        slash_arg="query",
         needs_agent=False,
     ),
     Action(

@@ -101,6 +101,10 @@ class ToolCallFinished(EventMessage["core.ToolCallFinished"], bubble=False):
     pass
 
 
+class NotesChanged(EventMessage["core.NotesChanged"], bubble=False):
+    pass
+
+
 class CompactionStep(EventMessage["core.CompactionStep"], bubble=False):
     pass
 
@@ -161,6 +165,7 @@ _WRAPPERS: dict[type, type[EventMessage[Any]]] = {
     core.PermissionRequested: PermissionRequested,
     core.ToolOutputDelta: ToolOutputDelta,
     core.ToolCallFinished: ToolCallFinished,
+    core.NotesChanged: NotesChanged,
     core.CompactionStep: CompactionStep,
     core.CompactionHeld: CompactionHeld,
     core.ContextMeasured: ContextMeasured,

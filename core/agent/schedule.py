@@ -5,9 +5,10 @@
 under a server engine only tool_result_budget runs on the client (the server edits the rest); with
 the cache-aware timing, while the cache is warm and the next request is under the ceiling, the steps
 that would rewrite the cached prefix wait unless they pay back (a `CompactionHeld` says which, and what
-they would cost now). The pipeline is dry-run once per state of the history (its version, the pins and
-the request): the plan and the forecast that follows it share that run, and the forecast's held steps
-are read off it (a held prepare runs tool_result_budget only, the pipeline's first step).
+they would cost now). The pipeline is dry-run once per state of the history (its version, the pins, the
+request and the thresholds): the plan and the forecast that follows it share that run, and the
+forecast's held steps are read off it (a held prepare runs tool_result_budget only, the pipeline's
+first step).
 """
 
 from __future__ import annotations

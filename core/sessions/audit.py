@@ -33,6 +33,7 @@ from core.client_markers import is_compaction_summary
 from core.facts.extract import constraints, person_texts
 from core.history import estimate_chars
 from core.sessions.inspection import Inspected
+from core.text import plural
 
 Message = dict[str, Any]
 SUMMARY_STEPS = frozenset({"compact_history", "reactive_compact", "compact", "server:compact_20260112"})
@@ -365,13 +366,14 @@ def findings(
                 end += 1
             cluster = calls[index : end + 1]
             listed = ", ".join(str(call) for call in cluster)
+            span = plural(cluster[-1] - cluster[0] + 1, "call")
             found.append(
                 Finding(
                     "loop",
                     cluster[LOOP_COUNT - 1],
-                    f"{len(cluster)} compactions within {cluster[-1] - cluster[0] + 1} calls (before calls {listed})",
+                    f"{plural(len(cluster), 'compaction')} within {span} (before calls {listed})",
                     f"compactions before calls {listed}",
-                    f"The client compacted {len(cluster)} times within {cluster[-1] - cluster[0] + 1} calls "
+                    f"The client compacted {plural(len(cluster), 'time')} within {span} "
                     f"(before calls {listed}), summarising again before it had anything new to summarise.",
                 )
             )

@@ -44,7 +44,7 @@ def test_bindings_help_and_slash_commands_come_from_the_table() -> None:
     assert set(actions.BY_SLASH) == {
         "quit", "inspector", "compact", "archive", "new", "help", "sessions",
         "pin", "unpin", "drop", "restore", "undo", "pause", "preview", "tree", "breakdown", "timeline", "dropped", "facts",
-        "compare",
+        "compare", "search",
     }
 
 

@@ -120,11 +120,11 @@ async def test_f2_goes_round_every_view_and_the_palette_and_slash_commands_reach
     app = CtxApp(agent)
     async with app.run_test(size=SIZE) as pilot:
         seen = []
-        for _ in range(6):
+        for _ in range(7):
             await pilot.press("f2")
             await pilot.pause()
             seen.append(app.main.views.current)
-        assert seen == ["breakdown", "timeline", "dropped", "facts", "tree", "breakdown"]
+        assert seen == ["breakdown", "timeline", "dropped", "facts", "search", "tree", "breakdown"]
         assert app.main.inspector.dropped_view.border_subtitle == "f2 → facts"
         await app.submit("/facts")
         await wait_for(pilot, lambda: app.main.views.current == "facts" and app.focused is app.main.inspector.facts_view)

@@ -66,9 +66,12 @@ class ArchiveScreen(ModalScreen[None]):
         size: int | None = None,
         source: LineSource | None = None,
         restore: Callable[[str], object] | None = None,
+        line: int | None = None,
     ) -> None:
         super().__init__()
         self.restore = restore
+        self.line = line
+        """The line (1-based) to show and highlight when the viewer opens (a search hit's), or None."""
         """Put the archived result at `path` back in context (only for archived tool results)."""
         self.title_text = title
         self.source: LineSource = source if source is not None else TextLines(text)
@@ -84,7 +87,13 @@ class ArchiveScreen(ModalScreen[None]):
 
     @classmethod
     async def for_file(
-        cls, title: str, absolute: Path, *, path: str | None = None, size: int | None = None
+        cls,
+        title: str,
+        absolute: Path,
+        *,
+        path: str | None = None,
+        size: int | None = None,
+        line: int | None = None,
     ) -> ArchiveScreen:
         """View a file without reading it whole (a small one is simply read, off the event loop).
 
@@ -93,8 +102,8 @@ class ArchiveScreen(ModalScreen[None]):
         on_disk = (await asyncio.to_thread(absolute.stat)).st_size
         if on_disk <= SMALL_FILE:
             data = await asyncio.to_thread(absolute.read_bytes)
-            return cls(title, data.decode("utf-8", errors="replace"), path=path, size=size)
-        return cls(title, "", path=path, size=size, source=FileLines(absolute, on_disk))
+            return cls(title, data.decode("utf-8", errors="replace"), path=path, size=size, line=line)
+        return cls(title, "", path=path, size=size, source=FileLines(absolute, on_disk), line=line)
 
     @property
     def text(self) -> str:
@@ -137,6 +146,8 @@ class ArchiveScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         self.query_one("#archive-search", Input).focus()
         self.text_area.update_size()
+        if self.line is not None:
+            self.call_after_refresh(self._go_to_line)
         if isinstance(self.source, FileLines) and not self.source.done:
             self.run_worker(
                 self._index,
@@ -172,6 +183,22 @@ class ArchiveScreen(ModalScreen[None]):
             return
         self.text_area.update_size()
         self.query_one("#archive-title", Static).update(self._title())
+        if self.line is not None:
+            self._go_to_line()
+
+    def _go_to_line(self) -> None:
+        """Show and highlight `line` once the text has it (a large file's index may still be growing)."""
+        if self.line is None or not self.is_mounted:
+            return
+        number = max(self.line - 1, 0)
+        if number >= self.source.line_count:
+            if self.source.done:  # the file is shorter: show its end
+                number = max(self.source.line_count - 1, 0)
+            else:
+                return
+        self.line = None
+        text = self.source.line(number) if self.source.line_count else ""
+        self.text_area.show(Found(0, len(text), number, 0, len(text)))
 
     def action_scroll_text(self, how: str) -> None:
         """Scroll the text while the search box has focus (the text area handles its own keys)."""

@@ -183,6 +183,9 @@ class MainScreen(Screen[None]):
             await self.chat.add_welcome(welcome_text(self.front))
         if self.launch is not None and self._agent is None and not await self._build(self.launch):
             return
+        # the search view asks the agent; the notes line shows the notes it has (a resume's too)
+        self.inspector.set_searcher(self.agent)
+        self.inspector.set_notes(self.agent.view.notes, self.agent.view.notes_char_limit)
         self.inspector.begin()
 
     async def _build(self, launch: Launch) -> bool:
@@ -371,6 +374,9 @@ class MainScreen(Screen[None]):
             else:
                 self.steering.review_compact(rest.strip() or None)
             return True
+        if action.name == "search":
+            await self.action_search(rest.strip() or None)
+            return True
         if action.name in STEERING_WITH_ARGUMENT:
             await getattr(self, f"action_{action.name}")(rest.strip() or None)
             return True
@@ -468,13 +474,19 @@ class MainScreen(Screen[None]):
 
     # the inspector's views
     async def action_next_view(self) -> None:
-        """f2: the inspector's views in turn (tree, breakdown, timeline, dropped, facts), then the tree."""
+        """f2: the inspector's views in turn (tree, breakdown, timeline, dropped, facts, search), then the tree."""
         await self.action_show_view(self.inspector.next_view)
 
     async def action_show_view(self, name: str) -> None:
         self._show_inspector()
         await self.inspector.mount_views()
         self.inspector.show_view(name, focus=True)
+
+    async def action_search(self, query: str | None = None) -> None:
+        """/search [QUERY]: the inspector's search view, with `query` run when given."""
+        await self.action_show_view("search")
+        if query:
+            self.inspector.run_search(query)
 
     # steering (tui/screens/steering.py)
     def action_compact(self) -> None:
@@ -592,6 +604,11 @@ class MainScreen(Screen[None]):
             event.is_error,
         )
         self.chat.set_activity(self._activity)
+
+    @on(msg.NotesChanged)
+    async def _notes_changed(self, message: msg.NotesChanged) -> None:
+        self.inspector.notes_changed(message.event)
+        self.chat.note_changed(message.event)
 
     @on(msg.CompactionStep)
     async def _compaction(self, message: msg.CompactionStep) -> None:

@@ -118,6 +118,31 @@ class ArchiveOpener:
         where = f"#{info.index + 1}" + (f" block {info.block + 1}" if info.block is not None else "")
         await self.host.app.push_screen(ArchiveScreen(f"{where} · {info.kind} · in context now", info.text))
 
+    async def open_hit(self, path: str, line: int) -> None:
+        """A search hit: its archived file at `line` (a transcript as its raw lines, one message a
+        line, so the hit's line is the message), if the archive vouches for the path."""
+        from tui.screens.archive import ArchiveScreen  # not needed before the first frame
+
+        archived = self.archive.resolve(path)
+        if archived is None:
+            self._not_archived(path)
+            return
+        title = {"transcript": "Σ transcript (one message a line)", "tool-result": "↩ archived tool result"}
+        try:
+            screen = await ArchiveScreen.for_file(
+                f"{title.get(archived.kind, 'archive')} · search hit, line {line}",
+                archived.absolute,
+                path=archived.path,
+                size=archived.size,
+                line=line,
+            )
+        except OSError as error:
+            self.host.notify(visible(str(error)), severity="error", markup=False)
+            return
+        if archived.kind == "tool-result":
+            screen.restore = self.restore
+        await self.host.app.push_screen(screen)
+
     def untrusted(self, info: NodeInfo) -> None:
         """A marker the archive does not vouch for: say so, open nothing."""
         self._not_archived(info.marker.path if info.marker else "?", " (shown as plain text, not opened)")

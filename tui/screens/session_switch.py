@@ -46,6 +46,7 @@ class SessionSwitch:
         changed = host.agent.new_session()
         await host.chat.clear()
         host.inspector.session_started()
+        host.inspector.set_notes(host.agent.view.notes, host.agent.view.notes_char_limit)
         host.post_message(msg.HistoryChanged(changed))
         await host.chat.add_notice("new session: the history is empty (archived files stay on disk)")
         host.show_activity()
@@ -94,6 +95,7 @@ class SessionSwitch:
         await host.chat.clear()
         host.chat.input.prompt_history.clear()
         host.inspector.session_started()
+        host.inspector.set_notes(host.agent.view.notes, host.agent.view.notes_char_limit)
         host.post_message(msg.HistoryChanged(changed))
         replayed = [message for change in changed.changes for message in change.added]
         await host.replay_history(replayed, changed.chars)

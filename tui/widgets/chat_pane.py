@@ -22,7 +22,7 @@ from textual.reactive import Reactive
 from textual.timer import Timer
 from textual.widget import Widget
 
-from core.events import CompactionStep
+from core.events import CompactionStep, NotesChanged
 from core.markers import parse_marker
 from core.text import visible
 from tui.format import duration, plural
@@ -245,6 +245,11 @@ class ChatPane(Vertical):
         if block is None:
             block = await self.add_tool(tool_use_id, name, tool_input)
         block.finish(output, chars, seconds, is_error)
+
+    def note_changed(self, event: NotesChanged) -> None:
+        """The note call's effect, shown on its block (NotesChanged follows the call's result)."""
+        if (block := self.tools.get(event.tool_use_id)) is not None:
+            block.note_changed(event)
 
     async def add_compaction(self, step: CompactionStep) -> None:
         await self._add(CompactionNotice(step))

@@ -1,7 +1,8 @@
 """Inspector: what sits in the model's context, and what compaction did to it.
 
-One widget owns the inspector's state: the gauge, the views (message tree, breakdown, timeline: f2
-goes round them), the compaction log, the marks of the next call's preview and the count of the next
+One widget owns the inspector's state: the gauge, the model's notes under it (hidden while there are
+none), the views (message tree, breakdown, timeline, and for ctxtui's own agent dropped, facts and
+search: f2 goes round them), the compaction log, the marks of the next call's preview and the count of the next
 request. It learns everything from the core's events, which the main screen hands it one by one:
 the tree and the breakdown apply the splices each `HistoryChanged` carries, the timeline adds each
 `ContextSampled` (which carries the session's cost too). It never reads the agent back: after a
@@ -9,7 +10,7 @@ change it asks its `ContextSource` once (`forecast`: the next call's preview, th
 the request's size), debounced, and the answer fills the gauge and the marks.
 
 The first frame shows the gauge, the tree and the log only: the other views (breakdown, timeline,
-dropped, facts) are mounted, hidden, right after it is painted, or as soon as anything asks for one
+dropped, facts, search) are mounted, hidden, right after it is painted, or as soon as anything asks for one
 (their properties), whichever comes first.
 """
 
@@ -36,6 +37,7 @@ from core.events import (
     Forecast,
     HistoryChanged,
     NextCallPreview,
+    NotesChanged,
     Splice,
     StepName,
 )
@@ -54,13 +56,16 @@ from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.dropped_view import DroppedView
 from tui.widgets.facts_view import FactsView
 from tui.widgets.message_tree import MessageTree
+from tui.widgets.notes_line import NotesLine
+from tui.widgets.search_view import Searcher, SearchView
 from tui.widgets.timeline import TimelineView
 
 FORECAST_DEBOUNCE = 0.4
 """Seconds a change waits before the next call is forecast (a newer change cancels the wait)."""
 VIEWS = ("tree", "breakdown", "timeline")
-AGENT_VIEWS = ("dropped", "facts")
-"""The views of ctxtui's own agent (not of a watched client): what compaction took, which facts are hidden."""
+AGENT_VIEWS = ("dropped", "facts", "search")
+"""The views of ctxtui's own agent (not of a watched client): what compaction took, which facts are
+hidden, and the archive's search (what the model's search_context searches)."""
 Message_ = dict[str, Any]
 
 
@@ -144,6 +149,7 @@ class Inspector(Vertical):
 
     def compose(self) -> ComposeResult:
         yield ContextGauge(id="gauge")
+        yield NotesLine(id="notes")
         with ContentSwitcher(initial="tree", id="views"):
             yield MessageTree(self.start.archive, self.start.messages, chars=self.start.chars, id="tree")
             yield from self.extra_views
@@ -171,7 +177,11 @@ class Inspector(Vertical):
             TimelineView(limit=None if start.watched else start.limit, id="timeline"),
         ]
         if not start.watched:
-            views += [DroppedView(start.ledger, id="dropped"), FactsView(start.facts, id="facts")]
+            views += [
+                DroppedView(start.ledger, id="dropped"),
+                FactsView(start.facts, id="facts"),
+                SearchView(id="search"),
+            ]
         for view in views:
             view.display = False
         self._views_mounted = self.views.mount(*views)
@@ -235,6 +245,15 @@ class Inspector(Vertical):
         return self.query_one("#facts", FactsView)
 
     @property
+    def search_view(self) -> SearchView:
+        self._ensure_views()
+        return self.query_one("#search", SearchView)
+
+    @property
+    def notes_line(self) -> NotesLine:
+        return self.query_one("#notes", NotesLine)
+
+    @property
     def steps(self) -> CompactionLog:
         return self.query_one("#steps", CompactionLog)
 
@@ -253,6 +272,19 @@ class Inspector(Vertical):
             self._paint_breakdown()
         if self.source is None or not self.source.running:  # a turn's end asks once (turn_ended)
             self.refresh_forecast()
+
+    def notes_changed(self, event: NotesChanged) -> None:
+        """The note tool changed the model's notes: the line under the gauge says so."""
+        self.notes_line.set_notes(event.notes, event.limit)
+
+    def set_notes(self, notes: Sequence[str], limit: int) -> None:
+        """The notes as they are (at the start, after a resume or a new session)."""
+        self.notes_line.set_notes(notes, limit)
+
+    def set_searcher(self, searcher: Searcher) -> None:
+        """What answers the search view (the agent, once built)."""
+        if not self.start.watched:
+            self.search_view.searcher = searcher
 
     def step(self, event: CompactionStep) -> None:
         self.gauge.step(event)
@@ -385,6 +417,8 @@ class Inspector(Vertical):
             target = (
                 self.breakdown_view.query_one("#breakdown-table")
                 if name == "breakdown"
+                else self.search_view.query_input
+                if name == "search"
                 else self.query_one(f"#{name}")
             )
             self.call_after_refresh(target.focus)
@@ -444,6 +478,15 @@ class Inspector(Vertical):
     @on(FactsView.Open)
     async def _open_fact(self, event: FactsView.Open) -> None:
         await self.opener.open_step_file("", event.fact.path or "")
+
+    @on(SearchView.Open)
+    async def _open_hit(self, event: SearchView.Open) -> None:
+        await self.opener.open_hit(event.hit.path, event.hit.line)
+
+    def run_search(self, query: str) -> None:
+        """Show the search view with `query` run (`/search QUERY`)."""
+        self.show_view("search", focus=True)
+        self.search_view.run_query(query)
 
     def summary_of(self, transcript: str) -> str | None:
         """The summary now in context that replaced `transcript` (the UI's history)."""

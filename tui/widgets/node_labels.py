@@ -22,7 +22,7 @@ from core.client_markers import ClientMarker, block_marker, client_marker
 from core.events import MARKER_KINDS
 from core.history.messages import USER_PIN_PREFIX, result_text, tool_result_ids, user_pin_key
 from core.history.sizes import message_chars
-from core.markers import Marker, parse_marker
+from core.markers import Marker, is_notes_message, parse_marker
 from core.text import visible
 from tui.format import count, display_line, plural, size_bytes, tool_input_summary
 
@@ -102,7 +102,10 @@ class NodeLabels:
         if isinstance(content, str) or not isinstance(content, list):
             text = content if isinstance(content, str) else str(content)
             marker, archived = self._trusted_marker(text)
-            if marker is not None and archived is not None:
+            if is_notes_message(text):  # the model's notes, carried by every compaction
+                info = NodeInfo("notes", index, message, leaf=True)
+                info.body = Text.assemble(self.notes(text), self._size(size))
+            elif marker is not None and archived is not None:
                 info = NodeInfo(marker.kind, index, message, marker=marker, archived=archived, leaf=True)
                 info.body = Text.assemble(self.marker(marker), self._size(size))
             elif marker is None and (found := client_marker(text)) is not None:
@@ -166,6 +169,19 @@ class NodeLabels:
             label.append(" · ✂ next call shortens", style=self._style("shortened"))
         info.body = label
         return info
+
+    def notes(self, text: str) -> Text:
+        """The notes message's label: how many notes, the newest (the model wrote them: plain text)."""
+        lines = [line for line in text.split("\n")[1:] if line.strip()]
+        numbered = [line for line in lines if line.split(". ", 1)[0].isdigit()]
+        newest = numbered[-1].split(". ", 1)[1] if numbered else ""
+        label = Text.assemble(
+            ("✎ notes", self._style("pinned")),
+            (f" · {plural(len(numbered), 'note')}, kept through every compaction", self._style("pinned")),
+        )
+        if newest:
+            label.append(f' · newest "{display_line(newest, 50)}"')
+        return label
 
     def _size(self, chars: int) -> Text:
         return Text(f" · {count(chars)} chars", style=self._style("muted"))

@@ -10,6 +10,7 @@ CSS does the rest. Every byte shown came from the model or a tool: it goes throu
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any, ClassVar
 
@@ -24,6 +25,7 @@ from textual.widgets import Static
 
 from core.history.messages import interrupted_output
 from core.text import visible
+from core.values.notes import NotesChanged
 from tui.format import count, duration, one_line, plural, tool_input_summary
 from tui.widgets.line import Line
 
@@ -33,6 +35,10 @@ LIVE_CHARS = 200_000
 PREVIEW_LINES = 40
 INPUT_PREVIEW_CHARS = 6_000
 SUMMARY_SOURCE_CHARS = 400
+SEARCH_TOOL = "search_context"
+SEARCH_HITS_SHOWN = 3
+_HIT_LINE = re.compile(r"^\d+\. (?P<path>.+) line (?P<line>\d+) \(", re.MULTILINE)
+"""A hit's line in search_context's answer (core/recall/hits.py, `SearchResult.text`)."""
 
 
 class ToolBlock(Vertical, can_focus=True):
@@ -129,8 +135,15 @@ class ToolBlock(Vertical, can_focus=True):
         first = next((line for line in output[: SUMMARY_SOURCE_CHARS * 4].splitlines() if line.strip()), "")
         shape = plural(lines, "line")
         summary = one_line(first[:SUMMARY_SOURCE_CHARS], 160) or "(no output)"
-        self._summary.update(Content(f"└ {shape} · {visible(summary)}"))
+        if self.tool_name == SEARCH_TOOL and not is_error:
+            self._summary.update(Content(f"└ {search_summary(self.tool_input, output)}"))
+        else:
+            self._summary.update(Content(f"└ {shape} · {visible(summary)}"))
         self._output.update(Content(_preview(output)))
+
+    def note_changed(self, event: NotesChanged) -> None:
+        """The note call's effect (the NotesChanged after its result): which note, and the notes now."""
+        self._summary.update(Content(f"└ {note_summary(event)}"))
 
     @property
     def live_output(self) -> str:
@@ -201,6 +214,31 @@ class ToolBlock(Vertical, can_focus=True):
     def on_click(self, event: events.Click) -> None:
         event.stop()
         self.action_toggle_expanded()
+
+
+def search_summary(tool_input: dict[str, Any], output: str) -> str:
+    """search_context's call in one line: `"query" → 3 hits: path:line, path:line, …` (escapes
+    visible; the hits read from the answer the model got)."""
+    query = tool_input.get("query")
+    shown = (
+        f'"{visible(one_line(str(query)[:SUMMARY_SOURCE_CHARS], 60))}"' if query is not None else "(no query)"
+    )
+    head = output[: SUMMARY_SOURCE_CHARS * 40]
+    hits = [(match["path"], match["line"]) for match in _HIT_LINE.finditer(head)]
+    if not hits:
+        return f"{shown} → no hits"
+    places = ", ".join(f"{visible(one_line(path, 60))}:{line}" for path, line in hits[:SEARCH_HITS_SHOWN])
+    more = ", …" if len(hits) > SEARCH_HITS_SHOWN else ""
+    return f"{shown} → {plural(len(hits), 'hit')}: {places}{more}"
+
+
+def note_summary(event: NotesChanged) -> str:
+    """A note call's effect in one line: `✎ added note 3: "…" · 3 notes, 120 / 4,000 chars`."""
+    text = visible(one_line(event.text, 80))
+    return (
+        f'✎ {event.change} note {event.number}: "{text}" · {plural(len(event.notes), "note")}, '
+        f"{count(event.chars)} / {count(event.limit)} chars"
+    )
 
 
 def _head_values(tool_input: dict[str, Any]) -> dict[str, Any]:
