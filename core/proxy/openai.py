@@ -25,7 +25,7 @@ import json
 from typing import Any, Literal
 
 from core.proxy.limits import MAX_BLOCKS, MAX_PROBLEMS
-from core.proxy.sse import Reply, checked_usage, decode_body, loads, parse_sse
+from core.proxy.sse import Reply, checked_usage, decode_body, loads, parse_sse, whole_events
 from core.proxy.sse import UndecodableBody as _Undecodable
 from core.usage.figures import token_figure
 from core.usage.prices import Usage, Window
@@ -381,9 +381,7 @@ def read_openai_reply(
     text = raw.decode("utf-8", errors="replace")
     if (content_type or "").split(";", 1)[0].strip().lower() == "text/event-stream":
         if cut:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-            end = text.rfind("\n\n")
-            text = text[: end + 2] if end >= 0 else ""
+            text = whole_events(text)
         return _chat_stream(text) if wire == "chat" else _responses_stream(text)
     if not text.strip():
         return Reply()

@@ -38,6 +38,13 @@ class BodyTooLarge(UndecodableBody):
     """The body, inflated, would be larger than the limit it was decoded with (inflating stopped there)."""
 
 
+def whole_events(text: str) -> str:
+    """A stream's text cut anywhere, up to the end of its last whole event (its line ends made `\n`)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    end = text.rfind("\n\n")
+    return text[: end + 2] if end >= 0 else ""
+
+
 def decode_body(
     data: bytes, encoding: str | None, limit: int | None = None, *, partial: bool = False
 ) -> bytes:
@@ -415,11 +422,7 @@ def read_reply(
         return Reply(problems=[str(error)])
     text = raw.decode("utf-8", errors="replace")
     if (content_type or "").split(";", 1)[0].strip().lower() == "text/event-stream":
-        if cut:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-            end = text.rfind("\n\n")
-            text = text[: end + 2] if end >= 0 else ""  # up to the end of the last whole event
-        return reassemble_stream(text)
+        return reassemble_stream(whole_events(text) if cut else text)
     if not text.strip():
         return Reply()
     return reply_from_body(text)

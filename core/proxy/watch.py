@@ -107,15 +107,16 @@ def canonical(value: Any) -> Any:
     if isinstance(value, str):
         return [{"type": "text", "text": value}]
     if isinstance(value, list):
-        return [_without_breakpoints(item) for item in value]
+        return [without_breakpoints(item) for item in value]
     return value
 
 
-def _without_breakpoints(value: Any) -> Any:
+def without_breakpoints(value: Any) -> Any:
+    """`value` with every `cache_control` key left out, at any depth (clients move breakpoints)."""
     if isinstance(value, dict):
-        return {key: _without_breakpoints(item) for key, item in value.items() if key != "cache_control"}
+        return {key: without_breakpoints(item) for key, item in value.items() if key != "cache_control"}
     if isinstance(value, list):
-        return [_without_breakpoints(item) for item in value]
+        return [without_breakpoints(item) for item in value]
     return value
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from core.client_markers import is_compaction_summary
 from core.proxy.record import RecordedExchange, read_proxy_file
+from core.proxy.watch import without_breakpoints
 from core.sessions.claude_code import read_records
 
 MAX_FILES = 100_000
@@ -28,15 +29,7 @@ def canonical(value: Any) -> Any:
     """`value` as compared by content: a string is its one text block, cache breakpoints are left out."""
     if isinstance(value, str):
         return [{"type": "text", "text": value}]
-    return _without_breakpoints(value)
-
-
-def _without_breakpoints(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _without_breakpoints(item) for key, item in value.items() if key != "cache_control"}
-    if isinstance(value, list):
-        return [_without_breakpoints(item) for item in value]
-    return value
+    return without_breakpoints(value)
 
 
 def content_key(value: Any) -> str:
