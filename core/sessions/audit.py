@@ -147,39 +147,66 @@ def _has_new_summary(previous: Sequence[Any], messages: Sequence[Any]) -> bool:
     return bool(summaries(messages) - summaries(previous))
 
 
-def proxy_compactions(inspected: Inspected) -> list[Compaction]:
-    """A request whose history is not an extension of the previous one and that brings a summary."""
-    from core.sessions.proxy_folder import content_key, request_of
+class CompactionWatch:
+    """The compactions of one conversation's requests, read one request at a time, oldest first: a
+    proxy recording, or the proxy's live view as each call ends. A compaction is a request whose
+    history is not an extension of the previous one (messages compared by content) and that brings a
+    summary. A message seen before (a live client's requests share their objects) is keyed once."""
 
-    found: list[Compaction] = []
-    previous: list[Any] | None = None
-    previous_keys: list[str] = []
-    previous_tokens: int | None = None
-    number = 0
-    for exchange in inspected.exchanges:
-        messages = request_of(exchange).get("messages")
+    def __init__(self) -> None:
+        self.compactions: list[Compaction] = []
+        self.calls = 0
+        self._previous: list[Any] | None = None
+        self._keys: list[str] = []
+        self._tokens: int | None = None
+        self._known: dict[int, tuple[Any, str]] = {}  # id -> (the message, kept alive; its key)
+
+    def _key(self, message: Any) -> str:
+        from core.sessions.proxy_folder import content_key
+
+        known = self._known.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        key = content_key(message)
+        self._known[id(message)] = (message, key)
+        return key
+
+    def add(self, messages: Any, tokens: int | None) -> Compaction | None:
+        """The next request (`tokens`: its prompt tokens when known); its compaction, if it is one."""
         if not isinstance(messages, list) or not messages:
-            continue
-        number += 1
-        keys = [content_key(message) for message in messages]
-        tokens = _usage_tokens((exchange.response or {}).get("usage"))
+            return None
+        self.calls += 1
+        keys = [self._key(message) for message in messages]
+        found = None
+        previous, previous_keys = self._previous, self._keys
         if previous is not None:
             extends = len(keys) >= len(previous_keys) and keys[: len(previous_keys)] == previous_keys
             # a summary call re-sends the history and appends its instruction: an extension, not a compaction
             if not extends and (is_compaction_summary(messages[0]) or _has_new_summary(previous, messages)):
-                found.append(
-                    Compaction(
-                        call=number,
-                        before_chars=estimate_chars(previous),
-                        after_chars=estimate_chars(messages),
-                        before_tokens=previous_tokens,
-                        after_tokens=tokens,
-                        before=previous,
-                        after=messages,
-                    )
+                found = Compaction(
+                    call=self.calls,
+                    before_chars=estimate_chars(previous),
+                    after_chars=estimate_chars(messages),
+                    before_tokens=self._tokens,
+                    after_tokens=tokens,
+                    before=previous,
+                    after=messages,
                 )
-        previous, previous_keys, previous_tokens = messages, keys, tokens
-    return found
+                self.compactions.append(found)
+        kept = {id(message) for message in messages}
+        self._known = {key: value for key, value in self._known.items() if key in kept}
+        self._previous, self._keys, self._tokens = messages, keys, tokens
+        return found
+
+
+def proxy_compactions(inspected: Inspected) -> list[Compaction]:
+    """A request whose history is not an extension of the previous one and that brings a summary."""
+    from core.sessions.proxy_folder import request_of
+
+    watch = CompactionWatch()
+    for exchange in inspected.exchanges:
+        watch.add(request_of(exchange).get("messages"), _usage_tokens((exchange.response or {}).get("usage")))
+    return watch.compactions
 
 
 def session_compactions(inspected: Inspected) -> tuple[list[Compaction], list[str]]:

@@ -31,7 +31,9 @@ from core.archive import Archive
 from core.events import ContextSampled
 from core.proxy.calls import CallFinished, CallStarted, ProxyCall, ProxyEvent, ProxyNotice
 from core.proxy.context import ProxyContext
+from core.sessions.audit import CompactionWatch, Finding, findings
 from core.text import visible
+from core.usage.prices import window_for
 from tui.proxy_actions import proxy_availability, proxy_bindings
 from tui.screens.archive import ArchiveScreen
 from tui.widgets.call_diff import CallDiffView
@@ -109,6 +111,9 @@ class ProxyScreen(Screen[None]):
         """The call the tree and the breakdown show (the shown conversation's latest)."""
         self.events_seen = 0
         """Events handled so far (tests wait on it)."""
+        self.audits: dict[int, CompactionWatch] = {}
+        """Each conversation's compactions, as its calls end (`inspect --audit`'s rules, live)."""
+        self.findings: dict[int, list[Finding]] = {}
 
     # --- layout ---------------------------------------------------------------------------------
 
@@ -205,6 +210,7 @@ class ProxyScreen(Screen[None]):
         call = message.event.call
         conversation = self.conversations.call_finished(call)
         self.status.call_finished(call)
+        self._audit(call)
         if conversation is not None and call.conversation == self.shown_conversation:
             self.diff_view.call_finished(call)
             sample = conversation.sample(call)
@@ -216,6 +222,22 @@ class ProxyScreen(Screen[None]):
             else:
                 self.inspector.add_sample(sample)
         self.events_seen += 1
+
+    def _audit(self, call: ProxyCall) -> None:
+        """The audit's rules on the call's conversation: a new finding is said once (its sentence, as
+        data), and the status line counts the shown conversation's."""
+        watch = self.audits.setdefault(call.conversation, CompactionWatch())
+        tokens = call.usage.prompt_figure if call.usage is not None else None
+        if watch.add(call.messages, tokens) is None:
+            return
+        window = window_for(call.model).tokens if call.model else None
+        found = findings(watch.compactions, window)
+        known = self.findings.get(call.conversation, [])
+        self.findings[call.conversation] = found
+        for finding in found[len(known) :]:
+            self.notify(visible(finding.sentence or finding.detail), severity="warning", markup=False)
+        if call.conversation == self.shown_conversation:
+            self.status.audited(found)
 
     @on(ProxyNoticeMessage)
     def _notice(self, message: ProxyNoticeMessage) -> None:
@@ -230,6 +252,7 @@ class ProxyScreen(Screen[None]):
             return
         self.shown_conversation = number
         self.conversations.show(number)
+        self.status.audited(self.findings.get(number, []))
         call = conversation.latest
         self.shown_call = call
         self.context.follow(call)

@@ -3,6 +3,7 @@ totals over every call (calls, in flight, failed, cost), kept from the watch's e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.style import Style
@@ -10,6 +11,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from core.proxy.calls import ProxyCall
+from core.sessions.audit import Finding
 from core.text import visible
 from tui.format import plural
 
@@ -43,6 +45,8 @@ class ProxyStatus(Widget):
         self.failed = 0
         self.cost: float | None = None
         self.notices = 0
+        self.findings: tuple[str, ...] = ()
+        """The kinds the audit found in the shown conversation's compactions (`inspect --audit`'s rules)."""
 
     def call_started(self, call: ProxyCall) -> None:
         self.calls += 1
@@ -55,6 +59,10 @@ class ProxyStatus(Widget):
             self.failed += 1
         if call.cost is not None:
             self.cost = (self.cost or 0.0) + call.cost
+        self.refresh(layout=True)
+
+    def audited(self, found: Sequence[Finding]) -> None:
+        self.findings = tuple(finding.kind for finding in found)
         self.refresh(layout=True)
 
     def noticed(self) -> None:
@@ -80,6 +88,9 @@ class ProxyStatus(Widget):
             text.append(f" · ${self.cost:.4f}")
         if self.notices:
             text.append(f" · {plural(self.notices, 'notice')}", Style(color="gold1"))
+        if self.findings:
+            kinds = ", ".join(dict.fromkeys(self.findings))
+            text.append(f" · audit: {plural(len(self.findings), 'finding')} ({kinds})", Style(color="red1"))
         return text
 
 
