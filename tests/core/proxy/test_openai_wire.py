@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 import pytest
 
@@ -41,11 +40,11 @@ class Wire:
     def client(self, **options: Any) -> openai.AsyncOpenAI:
         """The real SDK pointed at the proxy (`OPENAI_BASE_URL=http://127.0.0.1:P/v1`), no retries unless asked."""
 
-        async def keep(request: httpx.Request) -> None:
+        async def keep(request: Any) -> None:  # the SDK's HTTP library's Request (httpx, or httpx2 from 3.x)
             self.sent.append(request.content)
 
         options.setdefault("max_retries", 0)
-        http = httpx.AsyncClient(event_hooks={"request": [keep]})
+        http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [keep]})
         return openai.AsyncOpenAI(base_url=f"{self.proxy.url}/v1", api_key=KEY, http_client=http, **options)
 
 
