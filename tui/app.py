@@ -71,6 +71,8 @@ class CtxApp(App[None]):
         self._main: MainScreen | None = None
         self._quitting = False
         self._agent_closed = False
+        self._held_input: list[events.Key | events.Paste] | None = []
+        """Keys and pastes that came before the prompt could take them (None once it can)."""
 
     def get_default_screen(self) -> Screen[None]:
         self._main = MainScreen(self._given)
@@ -112,6 +114,32 @@ class CtxApp(App[None]):
             from tui.demo import play
 
             self.main.run_demo(play, self.demo_commands, self.demo_pause)
+
+    # --- typed-ahead keys -------------------------------------------------------------------------
+
+    async def on_event(self, event: events.Event) -> None:
+        """Every key and paste from the terminal passes here, one at a time and in the order typed.
+        Until the prompt is mounted and focused they are held (typed ahead: some were written before
+        the terminal was even the app's); after, a key typed for the prompt moves the focus to it
+        before the key is handed on (`MainScreen.route_typing`), so no key waits in a queue that a
+        later one skips."""
+        if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded:
+            if self._held_input is not None:
+                self._held_input.append(event)
+                return
+            if self._main is not None and self.screen is self._main:
+                if isinstance(event, events.Key):
+                    self._main.route_typing(event)
+                else:
+                    self._main.route_paste()
+        await super().on_event(event)
+
+    async def on_main_screen_prompt_ready(self, message: MainScreen.PromptReady) -> None:
+        """Hand the held keys and pastes on, in order, through the usual routing."""
+        message.stop()
+        held, self._held_input = self._held_input or [], None
+        for event in held:
+            await self.on_event(event)
 
     def _first_frame_painted(self) -> None:
         resume_collector()  # paused by `ctxtui` until now (tui/startup.py)

@@ -54,6 +54,8 @@ def test_typing_and_pasting_with_the_tree_focused_reach_the_prompt_in_a_real_ter
         keys("Never deploy on Fridays. Only use staging.", "Enter")  # one write: the burst of a fast typist
         wait_until(lambda: "Never deploy on Fridays. Only use staging." in sent(workdir), 15,
                    "the sentence in the session log", tmux)
+        # an Enter while a turn runs does not send (the text stays in the prompt): the turn ends first
+        wait_until(lambda: "idle ·" in tmux.screen(), 15, "the turn to end", tmux)
         focus_tree()
         tmux.run("set-buffer", "-b", "typed", "pasted: keep the spaces", check=True)
         tmux.run("paste-buffer", "-p", "-d", "-b", "typed", "-t", tmux.session, check=True)  # bracketed

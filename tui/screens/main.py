@@ -24,9 +24,10 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.geometry import Size
+from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher
+from textual.widgets import ContentSwitcher, Input, TextArea
 
 from core.agent.launch import Launch
 from core.archive import ArchiveError
@@ -72,6 +73,10 @@ class DemoScript(Protocol):
 
 class MainScreen(Screen[None]):
     """The layout, the actions of `tui.actions` and the routing of the core's events."""
+
+    class PromptReady(Message):
+        """Posted to the app once the prompt is mounted and focused: the keys the app held until now
+        go to it (`CtxApp.on_main_screen_prompt_ready`), in the app's queue, so in order."""
 
     BINDINGS: ClassVar[list[BindingType]] = list(actions.bindings(app_wide=False))
 
@@ -168,7 +173,9 @@ class MainScreen(Screen[None]):
         self.gauge.mirror = self.query_one("#mini-gauge", ContextGauge)
         self.layout_for(self.app.size)
         self.show_activity()
-        self.chat.input.focus()
+        self.set_focus(self.chat.input)
+        # keys typed before now (even before the terminal was the app's) were held by the app: in order, to the prompt
+        self.app.post_message(self.PromptReady())
 
     async def after_first_frame(self) -> None:
         """What the first frame does not need, run once it is painted (the app calls this from its
@@ -275,30 +282,48 @@ class MainScreen(Screen[None]):
 
     # --- typing goes to the prompt ----------------------------------------------------------------
 
-    def on_key(self, event: events.Key) -> None:
-        """A key typed for the prompt reaches it, in order, whichever widget had focus.
-
-        A key that gets here was not taken by the widget it was sent to (the prompt takes every
-        printable key, Enter and its newline keys). The first printable key the focused widget does not
-        use moves the focus to the prompt at once (`set_focus`, not the deferred `focus()`). A terminal
-        delivers fast typing as a burst, and the app has already sent the rest of it to the widget
-        that had focus: those keys arrive here while the prompt has focus, and go to the prompt too
-        (space and Enter included), so the tree's own space and Enter never take a typed sentence apart.
-        """
+    def is_typing(self, event: events.Key) -> bool:
+        """Whether `event` is typed for the prompt: a key that puts text in it, which the focused widget
+        (if not the prompt) does not use. Enter, a newline key and a key that types nothing count only
+        once the prompt has focus (before that, the focused widget's own: the tree opens a node)."""
         prompt = self.chat.input
-        text = prompt_text_of(event)
-        if text is None:
-            return
+        if prompt_text_of(event) is None:
+            return False
         focused = self.focused
-        if focused is not prompt:
-            if event.key == "enter" or event.key in NEWLINE_KEYS or not event.is_printable:
-                return  # nothing typed yet: the focused widget's own Enter (the tree opens a node)
-            if focused is not None and focused.check_consume_key(event.key, event.character):
-                return
-            if event.key in self.active_bindings:
-                return  # the tree's space, a tool block's space: the focused widget uses it
+        if focused is prompt:
+            return True
+        if event.key == "enter" or event.key in NEWLINE_KEYS or not event.is_printable:
+            return False
+        if focused is not None and focused.check_consume_key(event.key, event.character):
+            return False
+        return event.key not in self.active_bindings  # the tree's space, a tool block's space
+
+    def route_typing(self, event: events.Key) -> None:
+        """Called by the app for each key, in the order the terminal sent them, before it hands the key
+        to the focused widget: a key typed for the prompt moves the focus there first (`set_focus`, at
+        once), so it and every key after it go to the prompt's one queue, in order. A key that waited
+        in another widget's queue could be overtaken by a later one sent straight to the prompt."""
+        prompt = self.chat.input
+        if self.focused is not prompt and prompt.is_mounted and self.is_typing(event):
+            self.set_focus(prompt)
+
+    def route_paste(self) -> None:
+        """Called by the app for each paste, like `route_typing`: a paste goes to the focused widget
+        when that one takes pastes (the prompt, the search box, a dialog's field), else the focus moves
+        to the prompt first, so the keys typed after it (its Enter) follow it there."""
+        prompt = self.chat.input
+        if prompt.is_mounted and not isinstance(self.focused, (Input, TextArea)):
+            self.set_focus(prompt)
+
+    def on_key(self, event: events.Key) -> None:
+        """A typed key that reached the screen (no widget had focus, or the focused one let it through)
+        goes to the prompt; the app's routing (`route_typing`) normally sends it there first."""
+        text = prompt_text_of(event)
+        if text is None or not self.is_typing(event):
+            return
         event.stop()
         event.prevent_default()
+        prompt = self.chat.input
         self.set_focus(prompt)
         if event.key == "enter":
             prompt.submit()
@@ -452,11 +477,13 @@ class MainScreen(Screen[None]):
         self._width_choice = self.inspector_width
 
     def action_focus_tree(self) -> None:
+        """ctrl+t: the focus moves at once (`set_focus`, not the deferred `focus()`), so the keys typed
+        right after it go where the person meant them to."""
         if self.message_tree.has_focus:
-            self.chat.input.focus()
+            self.set_focus(self.chat.input)
             return
         self._show_inspector()
-        self.message_tree.focus()
+        self.set_focus(self.message_tree)
 
     def action_toggle_tools(self) -> None:
         self.chat.toggle_tools()

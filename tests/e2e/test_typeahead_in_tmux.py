@@ -1,0 +1,60 @@
+"""Keys typed before the app's first frame reach the prompt, in order (issue 34): a person who starts
+typing right after running `ctxtui` keeps every character. The first burst is written before the
+program has even started (the terminal still in canonical mode: the line discipline holds it as a
+partial line), the next keys one at a time while the app starts, the last after its first frame."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_typing_in_tmux import sent
+from tests.support.tmux import TMUX, Tmux, wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+FOOTER = "^q Quit"
+"""On screen from the app's first frame on."""
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+@pytest.mark.timeout(90)
+def test_keys_typed_before_the_first_frame_reach_the_prompt_in_order() -> None:
+    root = Path(tempfile.mkdtemp(prefix="ctxtui-e2e-"))
+    workdir = root / "work"
+    workdir.mkdir()
+    tmux = Tmux(root)
+
+    def keys(*names: str, literal: bool = False) -> None:
+        tmux.run("send-keys", "-t", tmux.session, *(["-l"] if literal else []), *names, check=True)
+
+    try:
+        tmux.start(f"{sys.executable} -m tui.cli --offline --workdir {workdir}")
+        keys("typed at once", literal=True)  # before the interpreter is up: a pending canonical line
+        typed = "typed at once"
+        during = " then one key at a time while it starts"
+        deadline = time.monotonic() + 20
+        for character in during:
+            if FOOTER in tmux.screen() or time.monotonic() > deadline:
+                break
+            keys(character, literal=True)
+            typed += character
+        rest = during[len(typed) - len("typed at once") :] + " and after"
+        wait_until(lambda: FOOTER in tmux.screen(), 20, "the first frame", tmux)
+        keys(rest, literal=True)
+        typed += rest
+        assert typed == "typed at once then one key at a time while it starts and after"
+        wait_until(lambda: typed in tmux.screen(), 15, "the typed text in the prompt", tmux)
+        keys("Enter")
+        wait_until(lambda: typed in sent(workdir), 15, "the typed text in the session log", tmux)
+        assert sent(workdir) == [typed]  # every key once, in order, nothing else
+        keys("C-q")
+        wait_until(lambda: not tmux.alive(), 8, "the app to exit after ctrl+q", tmux)
+    finally:
+        tmux.kill_server()
+        shutil.rmtree(root, ignore_errors=True)
