@@ -40,8 +40,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import aiofiles
-
 from core.history.sizes import dumps
 from core.jsonlines import BadLine, parse_json
 from core.private import NO_FOLLOW, PRIVATE_FILE_MODE, make_private_dir, private_opener
@@ -455,6 +453,8 @@ class Archive:
     async def read_text(self, path: str) -> str:
         """The full text behind a trusted path (raises ArchiveError for an untrusted one)."""
         found = self._require(path)
+        import aiofiles  # here: the first frame builds an Archive, and reads nothing yet
+
         try:
             async with aiofiles.open(found.absolute, "rb") as handle:
                 data = await handle.read()

@@ -16,7 +16,11 @@ from typing import Any, Literal, get_args
 
 # The value types the events carry (core/values/), re-exported: `CacheMiss` is a contract name of
 # core.events, and a consumer of the events finds the types of their fields here too.
+from core.values.markers import MARKER_KINDS as MARKER_KINDS
+from core.values.markers import MarkerKind as MarkerKind
 from core.values.miss import CacheMiss as CacheMiss
+from core.values.miss import cache_cost_line as cache_cost_line
+from core.values.miss import tokens_text as _tokens
 from core.values.notes import NotesChanged as NotesChanged
 from core.values.records import Fact as Fact
 from core.values.records import LedgerChanged as LedgerChanged
@@ -46,11 +50,6 @@ StepName = PipelineStep | ServerStep
 
 STEP_ORDER: tuple[PipelineStep, ...] = get_args(PipelineStep)
 SERVER_STEPS: tuple[ServerStep, ...] = get_args(ServerStep)
-
-MarkerKind = Literal["persisted", "placeholder", "snip", "compacted", "reactive"]
-"""The markers compaction leaves in the history (see core/markers.py for their exact text)."""
-
-MARKER_KINDS: tuple[MarkerKind, ...] = get_args(MarkerKind)
 
 
 @dataclass(frozen=True)
@@ -175,22 +174,6 @@ class CompactionStep:
             return ""
         tokens = f" ({_tokens(self.saved_tokens)} tokens)" if self.saved_tokens else ""
         return f"{self.step} saved {self.saved:,} chars{tokens}, {cost}"
-
-
-def _tokens(value: int) -> str:
-    return f"{value / 1000:.1f}k" if value >= 1000 else f"{value:,}"
-
-
-def cache_cost_line(invalidated: int | None, break_even: float | None) -> str:
-    """ "re-writes 31k cached tokens: pays back after 87 calls" (empty when nothing is known)."""
-    if invalidated is None:
-        return ""
-    if invalidated == 0:
-        return "re-writes no cached tokens"
-    text = f"re-writes {_tokens(invalidated)} cached tokens"
-    if break_even is None:
-        return f"{text}: saves nothing, never pays back"
-    return f"{text}: pays back after {break_even:,.0f} call{'s' if round(break_even) != 1 else ''}"
 
 
 @dataclass(frozen=True)

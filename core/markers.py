@@ -6,10 +6,12 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from core.events import MarkerKind
 from core.jsonlines import parse_json
+
+if TYPE_CHECKING:
+    from core.values.markers import MarkerKind
 
 PERSISTED_OPEN = "<persisted-output>"
 PERSISTED_CLOSE = "</persisted-output>"

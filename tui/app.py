@@ -49,9 +49,6 @@ class CtxApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "ctxtui"
     COMMANDS = App.COMMANDS | {CtxCommands}
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_DIALOGS, "-wide")]  # noqa: RUF012 (Textual: not a ClassVar)
-    """Every screen is `-narrow` below `NARROW_DIALOGS` columns: a dialog's buttons stand one under the
-    other there (app.tcss), side by side the last one was cut."""
     BINDINGS: ClassVar[list[BindingType]] = list(actions.bindings(app_wide=True))
 
     def __init__(
@@ -101,6 +98,19 @@ class CtxApp(App[None]):
         if self._main is None:
             raise RuntimeError("the app is not running yet")
         return self._main
+
+    def on_mount(self) -> None:
+        self._fit_width(self.size.width)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit_width(event.size.width)
+
+    def _fit_width(self, width: int) -> None:
+        """The app is `-narrow` below `NARROW_DIALOGS` columns: a dialog's buttons stand one under the
+        other there (app.tcss), side by side the last one was cut. A class of the app's own, set only
+        when it changes, rather than Textual's breakpoints, which restyle every widget at the first
+        resize (~7 ms of the first frame)."""
+        self.set_class(width < NARROW_DIALOGS, "-narrow")
 
     def on_ready(self) -> None:
         """The main screen's first layout is done: after its paint, what the first frame did not need;

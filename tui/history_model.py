@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.events import Splice
 from core.history import estimate_chars
 from core.history.categories import Breakdown
+from core.values.splice import Splice
 
 Message = dict[str, Any]
 

@@ -15,11 +15,14 @@ dataclasses cost the app's start ~10 ms.
 
 from __future__ import annotations
 
-from typing import Any, Generic, Protocol, TypeVar
+import functools
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from textual.message import Message
 
-from core import events as core
+if TYPE_CHECKING:
+    from core import events as core
+
 
 E = TypeVar("E")
 
@@ -94,7 +97,7 @@ class PermissionRequested(EventMessage["core.PermissionRequested"], bubble=False
 
 class ToolOutputDelta(Streamed["core.ToolOutputDelta"], bubble=False):
     def joins(self, event: Any) -> bool:
-        return isinstance(event, core.ToolOutputDelta) and event.tool_use_id == self.event.tool_use_id
+        return type(event) is type(self.event) and event.tool_use_id == self.event.tool_use_id
 
 
 class ToolCallFinished(EventMessage["core.ToolCallFinished"], bubble=False):
@@ -157,27 +160,33 @@ class TurnEnded(TurnMessage, bubble=False):
         self.cancelled = cancelled
 
 
-_WRAPPERS: dict[type, type[EventMessage[Any]]] = {
-    core.TurnStarted: TurnStarted,
-    core.TextDelta: TextDelta,
-    core.AssistantMessage: AssistantMessage,
-    core.ToolCallStarted: ToolCallStarted,
-    core.PermissionRequested: PermissionRequested,
-    core.ToolOutputDelta: ToolOutputDelta,
-    core.ToolCallFinished: ToolCallFinished,
-    core.NotesChanged: NotesChanged,
-    core.CompactionStep: CompactionStep,
-    core.CompactionHeld: CompactionHeld,
-    core.ContextMeasured: ContextMeasured,
-    core.ContextSampled: ContextSampled,
-    core.HistoryChanged: HistoryChanged,
-    core.Notice: Notice,
-    core.ErrorEvent: ErrorEvent,
-    core.TurnFinished: TurnFinished,
-}
+@functools.cache
+def _wrappers() -> dict[type, type[EventMessage[Any]]]:
+    """Each core event type's message (core.events is imported at the first turn, not at the start:
+    its dataclasses cost the first frame ~15 ms)."""
+    from core import events as core
+
+    return {
+        core.TurnStarted: TurnStarted,
+        core.TextDelta: TextDelta,
+        core.AssistantMessage: AssistantMessage,
+        core.ToolCallStarted: ToolCallStarted,
+        core.PermissionRequested: PermissionRequested,
+        core.ToolOutputDelta: ToolOutputDelta,
+        core.ToolCallFinished: ToolCallFinished,
+        core.NotesChanged: NotesChanged,
+        core.CompactionStep: CompactionStep,
+        core.CompactionHeld: CompactionHeld,
+        core.ContextMeasured: ContextMeasured,
+        core.ContextSampled: ContextSampled,
+        core.HistoryChanged: HistoryChanged,
+        core.Notice: Notice,
+        core.ErrorEvent: ErrorEvent,
+        core.TurnFinished: TurnFinished,
+    }
 
 
 def wrap(event: core.AgentEvent) -> TurnMessage | None:
     """The Textual message for a core event (None for an event type this UI does not know)."""
-    wrapper = _WRAPPERS.get(type(event))
+    wrapper = _wrappers().get(type(event))
     return wrapper(event) if wrapper is not None else None

@@ -101,3 +101,19 @@ def agrees(cause: str | None, api_reason: str | None) -> bool | None:
 
 
 __all__ = ["API_DIAGNOSES", "MISS_CAUSES", "CacheMiss", "MissCause", "PrefixChange", "agrees"]
+
+
+def tokens_text(value: int) -> str:
+    return f"{value / 1000:.1f}k" if value >= 1000 else f"{value:,}"
+
+
+def cache_cost_line(invalidated: int | None, break_even: float | None) -> str:
+    """ "re-writes 31k cached tokens: pays back after 87 calls" (empty when nothing is known)."""
+    if invalidated is None:
+        return ""
+    if invalidated == 0:
+        return "re-writes no cached tokens"
+    text = f"re-writes {tokens_text(invalidated)} cached tokens"
+    if break_even is None:
+        return f"{text}: saves nothing, never pays back"
+    return f"{text}: pays back after {break_even:,.0f} call{'s' if round(break_even) != 1 else ''}"

@@ -87,11 +87,20 @@ def _common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """The main parser: its epilog (the settings table, which loads the config module and tomlkit) is
+    written only when `--help` is asked for, not at every start."""
+
+    def format_help(self) -> str:
+        if self.epilog is None:
+            self.epilog = COMMANDS_HELP + "\n" + ENVIRONMENT_HELP + "\n" + _settings_help()
+        return super().format_help()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ctxtui",
         description="Chat with a Claude coding agent while a live inspector shows its context.",
-        epilog=COMMANDS_HELP + "\n" + ENVIRONMENT_HELP + "\n" + _settings_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -30,31 +31,28 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Input, TextArea
 
 from core.agent.launch import Launch
-from core.archive import ArchiveError
-from core.events import AgentEvent
 from core.text import visible
 from tui import actions
 from tui import messages as msg
 from tui.format import count, pin_cost_line, plural
 from tui.screens.front import PERMISSION_TEXT, front_of, permission_mode, welcome_text
-from tui.screens.oversize import OversizeScreen
-from tui.screens.permission import PermissionScreen
-from tui.screens.session_switch import SessionSwitch
-from tui.screens.steering import STEERING_WITH_ARGUMENT, Steering
-from tui.widgets.breakdown import BreakdownView
 from tui.widgets.chat_input import NEWLINE_KEYS, ChatInput, prompt_text_of
 from tui.widgets.chat_pane import ChatPane
 from tui.widgets.context_gauge import ContextGauge
-from tui.widgets.facts_view import FactsView, lost_constraints_hint
 from tui.widgets.inspector import Inspector, request_extra
 from tui.widgets.keys_footer import KeysFooter
 from tui.widgets.message_tree import MessageTree
-from tui.widgets.timeline import TimelineView
 from tui.widgets.title_bar import TitleBar
 
 if TYPE_CHECKING:
     from core.agent import Agent
+    from core.events import AgentEvent
     from core.sessions.listing import SessionInfo
+    from tui.screens.session_switch import SessionSwitch
+    from tui.screens.steering import Steering
+    from tui.widgets.breakdown import BreakdownView
+    from tui.widgets.facts_view import FactsView
+    from tui.widgets.timeline import TimelineView
 
 NARROW_WIDTH = 110
 SHORT_HEIGHT = 34
@@ -105,13 +103,26 @@ class MainScreen(Screen[None]):
         """Set while no turn runs (tests and the demo wait on it)."""
         self.turn_idle.set()
         self.turns_completed = 0
-        self.steering = Steering(self)
-        self.sessions = SessionSwitch(self)
         self._activity = "idle"
         """What the running turn is doing (the title bar and the chat's busy line show it)."""
         self._inspector_choice: bool | None = None
         """The user's show/hide choice for the inspector (None: follow the terminal's width)."""
         self._width_choice: int | None = None
+
+    @functools.cached_property
+    def steering(self) -> Steering:
+        """The user's actions on the context (made at the first use: its module is not needed for the
+        first frame)."""
+        from tui.screens.steering import Steering
+
+        return Steering(self)
+
+    @functools.cached_property
+    def sessions(self) -> SessionSwitch:
+        """New session, resume, switch (made at the first use)."""
+        from tui.screens.session_switch import SessionSwitch
+
+        return SessionSwitch(self)
 
     @property
     def agent(self) -> Agent:
@@ -360,6 +371,8 @@ class MainScreen(Screen[None]):
             return False
         size = self.agent.oversize(text)
         if size is not None:
+            from tui.screens.oversize import OversizeScreen
+
             limit = self.agent.view.limit
             self.app.push_screen(
                 OversizeScreen(size, limit), callback=lambda choice: self._oversize(text, choice)
@@ -379,6 +392,8 @@ class MainScreen(Screen[None]):
             self.chat.input.load_text(text)
             return
         if choice == "archive":
+            from core.archive import ArchiveError
+
             try:
                 text = await self.agent.archive_request(text)
             except ArchiveError as error:
@@ -402,6 +417,8 @@ class MainScreen(Screen[None]):
         if action.name == "search":
             await self.action_search(rest.strip() or None)
             return True
+        from tui.screens.steering import STEERING_WITH_ARGUMENT
+
         if action.name in STEERING_WITH_ARGUMENT:
             await getattr(self, f"action_{action.name}")(rest.strip() or None)
             return True
@@ -608,6 +625,8 @@ class MainScreen(Screen[None]):
             self._set_asking(False)
             self.show_activity()
 
+        from tui.screens.permission import PermissionScreen
+
         await self.app.push_screen(PermissionScreen(message.event), callback=answered)
 
     def _set_asking(self, asking: bool) -> None:
@@ -662,6 +681,8 @@ class MainScreen(Screen[None]):
     @on(msg.Notice)
     async def _notice(self, message: msg.Notice) -> None:
         event = message.event
+        from tui.widgets.facts_view import lost_constraints_hint
+
         text = lost_constraints_hint(event.message, actions.key_label(actions.BY_ID["show_facts"].key or ""))
         cost = pin_cost_line(event.cache_invalidated_tokens, event.break_even_calls)  # a pin's, an unpin's
         await self.chat.add_notice(f"{text}; {cost}" if cost else text, warning=event.kind != "info")
@@ -691,8 +712,8 @@ class MainScreen(Screen[None]):
     def _restore_requested(self, message: Inspector.RestoreRequested) -> None:
         self.call_later(self.steering.restore, message.path)
 
-    @on(FactsView.Keep)
-    def _keep_fact(self, message: FactsView.Keep) -> None:
+    def on_facts_view_keep(self, message: FactsView.Keep) -> None:
+        """A fact kept from the facts view (its module loads once the views are mounted)."""
         self.call_later(self.steering.keep_fact, message.fact.text, message.fact.kind)
 
     @on(Inspector.Recompaction)

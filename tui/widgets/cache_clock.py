@@ -10,9 +10,13 @@ passes in (its timer repaints every second), never by asking the agent.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from core.events import CompactionStep, cache_cost_line
-from core.values.samples import ContextSample
+from core.values.miss import cache_cost_line
+
+if TYPE_CHECKING:
+    from core.events import CompactionStep
+    from core.values.samples import ContextSample
 
 
 def clock_text(seconds: float) -> str:

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 from textual.content import Content
 from textual.widgets import Static
 
-from core.events import CompactionStep
 from core.text import one_line, visible
 from tui.format import count, plural
 
 if TYPE_CHECKING:
+    from core.events import CompactionStep
+
     pass
 
 

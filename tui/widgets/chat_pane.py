@@ -22,7 +22,6 @@ from textual.reactive import Reactive
 from textual.timer import Timer
 from textual.widget import Widget
 
-from core.events import CompactionStep, NotesChanged
 from core.markers import parse_marker
 from core.text import visible
 from tui.format import duration, plural
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
     from textual.layout import Layout
     from textual.widgets.markdown import MarkdownStream
 
+    from core.events import CompactionStep, NotesChanged
     from tui.widgets.assistant_block import AssistantBlock
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"

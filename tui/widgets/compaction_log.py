@@ -9,6 +9,7 @@ reactive_compact) opens the summary beside the transcript it replaced.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual import on
 from textual.content import Content
@@ -16,11 +17,14 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from core.events import CompactionStep, cache_cost_line
 from core.text import visible
-from core.values.samples import ContextSample
+from core.values.miss import cache_cost_line
 from tui.format import count, plural, short_count
 from tui.widgets.chat_blocks import STEP_ICONS
+
+if TYPE_CHECKING:
+    from core.events import CompactionStep
+    from core.values.samples import ContextSample
 
 
 class CompactionLog(OptionList):

@@ -13,7 +13,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -21,11 +21,13 @@ from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widget import Widget
 
-from core.events import CompactionStep, ContextMeasured
-from core.usage.prices import Window
-from core.values.samples import ContextSample, TokenCount
 from tui.format import count, display_line, plural, short_count
 from tui.widgets.cache_clock import cache_clock_line, timing_line
+
+if TYPE_CHECKING:
+    from core.events import CompactionStep, ContextMeasured
+    from core.usage.prices import Window
+    from core.values.samples import ContextSample, TokenCount
 
 PIPELINE = (
     ("tool_result_budget", "budget"),

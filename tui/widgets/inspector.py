@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -28,37 +28,36 @@ from textual.message import Message
 from textual.widget import AwaitMount, Widget
 from textual.widgets import ContentSwitcher
 
-from core.archive import Archive
-from core.events import (
-    CompactionHeld,
-    CompactionStep,
-    ContextMeasured,
-    ContextSampled,
-    Forecast,
-    HistoryChanged,
-    NextCallPreview,
-    NotesChanged,
-    Splice,
-    StepName,
-)
 from core.markers import parse_marker
-from core.usage.prices import Window
-from core.usage.timeline import session_cost
-from core.values.records import Fact, LedgerEntry
-from core.values.samples import ContextSample, TokenCount
 from tui.format import plural
 from tui.history_model import HistoryModel
 from tui.screens.opening import ArchiveOpener
-from tui.screens.preview import LOSSY, preview_summary
-from tui.widgets.breakdown import BreakdownView
 from tui.widgets.compaction_log import CompactionLog
 from tui.widgets.context_gauge import ContextGauge
-from tui.widgets.dropped_view import DroppedView
-from tui.widgets.facts_view import FactsView
 from tui.widgets.message_tree import MessageTree
 from tui.widgets.notes_line import NotesLine
-from tui.widgets.search_view import Searcher, SearchView
-from tui.widgets.timeline import TimelineView
+
+if TYPE_CHECKING:  # the views the first frame does not show, and the core's events, load after it
+    from core.archive import Archive
+    from core.events import (
+        CompactionHeld,
+        CompactionStep,
+        ContextMeasured,
+        ContextSampled,
+        Forecast,
+        HistoryChanged,
+        NextCallPreview,
+        NotesChanged,
+        StepName,
+    )
+    from core.usage.prices import Window
+    from core.values.records import Fact, LedgerEntry
+    from core.values.samples import ContextSample, TokenCount
+    from tui.widgets.breakdown import BreakdownView
+    from tui.widgets.dropped_view import DroppedView
+    from tui.widgets.facts_view import FactsView
+    from tui.widgets.search_view import Searcher, SearchView
+    from tui.widgets.timeline import TimelineView
 
 FORECAST_DEBOUNCE = 0.4
 """Seconds a change waits before the next call is forecast (a newer change cancels the wait)."""
@@ -163,6 +162,8 @@ class Inspector(Vertical):
         gauge.history_changed(start.chars, len(start.messages))
         gauge.steering(paused=start.paused)
         if start.samples:
+            from core.usage.timeline import session_cost
+
             gauge.sampled(start.samples[-1], session_cost(start.samples))
         self.call_after_refresh(self._ensure_views)  # after the first frame is painted
 
@@ -171,6 +172,12 @@ class Inspector(Vertical):
         their state, as soon as this returns: their own compose follows)."""
         if self._views_mounted is not None:
             return
+        from tui.widgets.breakdown import BreakdownView
+        from tui.widgets.dropped_view import DroppedView
+        from tui.widgets.facts_view import FactsView
+        from tui.widgets.search_view import SearchView
+        from tui.widgets.timeline import TimelineView
+
         start = self.start
         views: list[Widget] = [
             BreakdownView(id="breakdown"),
@@ -227,27 +234,27 @@ class Inspector(Vertical):
     @property
     def breakdown_view(self) -> BreakdownView:
         self._ensure_views()
-        return self.query_one("#breakdown", BreakdownView)
+        return cast("BreakdownView", self.query_one("#breakdown"))
 
     @property
     def timeline_view(self) -> TimelineView:
         self._ensure_views()
-        return self.query_one("#timeline", TimelineView)
+        return cast("TimelineView", self.query_one("#timeline"))
 
     @property
     def dropped_view(self) -> DroppedView:
         self._ensure_views()
-        return self.query_one("#dropped", DroppedView)
+        return cast("DroppedView", self.query_one("#dropped"))
 
     @property
     def facts_view(self) -> FactsView:
         self._ensure_views()
-        return self.query_one("#facts", FactsView)
+        return cast("FactsView", self.query_one("#facts"))
 
     @property
     def search_view(self) -> SearchView:
         self._ensure_views()
-        return self.query_one("#search", SearchView)
+        return cast("SearchView", self.query_one("#search"))
 
     @property
     def notes_line(self) -> NotesLine:
@@ -323,7 +330,11 @@ class Inspector(Vertical):
         self.session_started()
         self.timeline_view.set_samples(samples)
         if samples:
+            from core.usage.timeline import session_cost
+
             self.gauge.sampled(samples[-1], session_cost(samples))
+        from core.events import HistoryChanged, Splice
+
         self.history_changed(
             HistoryChanged(
                 length=len(messages),
@@ -366,6 +377,8 @@ class Inspector(Vertical):
         it waits); nothing comes back while a turn runs."""
         if self.source is None:
             return
+        from core.events import ContextMeasured, NextCallPreview
+
         async for item in self.source.forecast(debounce):
             if isinstance(item, NextCallPreview):
                 self._show_preview(item)
@@ -379,6 +392,8 @@ class Inspector(Vertical):
                     self._paint_breakdown()
 
     def _show_preview(self, preview: NextCallPreview) -> None:
+        from tui.screens.preview import LOSSY, preview_summary
+
         self.preview = preview
         steps = preview.steps
         line = preview_summary(steps) if steps else ""
@@ -461,26 +476,23 @@ class Inspector(Vertical):
     async def _open_step_file(self, event: CompactionLog.OpenFile) -> None:
         await self.opener.open_step_file(event.step, event.path)
 
-    @on(BreakdownView.Selected)
-    def _breakdown_selected(self, event: BreakdownView.Selected) -> None:
+    # the views' messages (their handlers by name: the views' modules load after the first frame)
+
+    def on_breakdown_view_selected(self, event: BreakdownView.Selected) -> None:
         if event.message is not None:
             self.select_message(event.message, event.block)
 
-    @on(DroppedView.Open)
-    async def _open_dropped(self, event: DroppedView.Open) -> None:
+    async def on_dropped_view_open(self, event: DroppedView.Open) -> None:
         await self.opener.open_step_file(event.entry.step, event.entry.path or "")
 
-    @on(DroppedView.Restore)
-    def _restore_dropped(self, event: DroppedView.Restore) -> None:
+    def on_dropped_view_restore(self, event: DroppedView.Restore) -> None:
         if event.entry.path is not None:
             self._request_restore(event.entry.path)
 
-    @on(FactsView.Open)
-    async def _open_fact(self, event: FactsView.Open) -> None:
+    async def on_facts_view_open(self, event: FactsView.Open) -> None:
         await self.opener.open_step_file("", event.fact.path or "")
 
-    @on(SearchView.Open)
-    async def _open_hit(self, event: SearchView.Open) -> None:
+    async def on_search_view_open(self, event: SearchView.Open) -> None:
         await self.opener.open_hit(event.hit.path, event.hit.line)
 
     def run_search(self, query: str) -> None:

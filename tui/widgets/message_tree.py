@@ -34,7 +34,6 @@ from textual.widgets.tree import TreeNode
 from textual.worker import Worker
 
 from core.archive import Archive, ArchivedFile
-from core.events import Splice
 from core.history import estimate_chars
 from core.history.messages import (
     USER_PIN_PREFIX,
@@ -43,6 +42,7 @@ from core.history.messages import (
     user_pin_key,
 )
 from core.markers import parse_marker
+from core.values.splice import Splice
 from tui.actions import tree_bindings
 from tui.format import count
 from tui.textual_private import AppendableTree

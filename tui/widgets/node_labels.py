@@ -19,11 +19,11 @@ from rich.text import Text
 
 from core.archive import ArchivedFile
 from core.client_markers import ClientMarker, block_marker, client_marker
-from core.events import MARKER_KINDS
 from core.history.messages import USER_PIN_PREFIX, result_text, tool_result_ids, user_pin_key
 from core.history.sizes import message_chars
 from core.markers import Marker, is_notes_message, parse_marker
 from core.text import visible
+from core.values.markers import MARKER_KINDS
 from tui.format import count, display_line, plural, size_bytes, tool_input_summary
 
 
