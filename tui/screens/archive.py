@@ -30,6 +30,7 @@ from textual.worker import get_current_worker
 from core.text import visible
 from tui.format import count, plural
 from tui.line_source import FileLines, Found, LineSource, TextLines, search
+from tui.screens import DIALOG_CSS
 from tui.widgets.text_view import TAB, TextView
 
 MAX_MATCHES = 100_000
@@ -41,6 +42,8 @@ TYPING_PAUSE = 0.15  # seconds without a keystroke before a worker search starts
 
 class ArchiveScreen(ModalScreen[None]):
     """Full text with a title line (what, path, size) and a search box."""
+
+    CSS_PATH = DIALOG_CSS
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close", id="archive.close"),

@@ -22,12 +22,15 @@ from textual.widgets.option_list import Option
 from core.archive import ArchivedFile
 from core.text import visible
 from tui.format import plural, size_bytes
+from tui.screens import DIALOG_CSS
 
 UNVOUCHED = "not written by ctxtui (or changed since)"
 
 
 class ArchiveListScreen(ModalScreen[ArchivedFile | None]):
     """Lists `agent.archive.list_files()`; dismisses with the file chosen, or None (esc)."""
+
+    CSS_PATH = DIALOG_CSS
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close", id="archive_list.close"),

@@ -12,9 +12,13 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from tui.screens import DIALOG_CSS
+
 
 class CompactPromptScreen(ModalScreen[str | None]):
     """Dismisses with the focus text ("" for none) or None when cancelled."""
+
+    CSS_PATH = DIALOG_CSS
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="compact_prompt.cancel")

@@ -19,12 +19,15 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from tui.format import count
+from tui.screens import DIALOG_CSS
 
 OversizeChoice = Literal["archive", "send"]
 
 
 class OversizeScreen(ModalScreen[OversizeChoice | None]):
     """Archive the long message as a file, send it anyway, or cancel."""
+
+    CSS_PATH = DIALOG_CSS
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "choose('archive')", "Archive as a file", id="oversize.archive"),

@@ -28,6 +28,7 @@ from textual.widgets import Button, Static
 from core.events import PermissionRequested
 from core.text import visible, visible_parts
 from tui.format import article, count
+from tui.screens import DIALOG_CSS
 
 Choice = Literal["once", "session", "deny"]
 Part = str | tuple[str, str]
@@ -124,6 +125,8 @@ def hidden_notice(cut: list[str]) -> Content:
 
 class PermissionScreen(ModalScreen[Choice | None]):
     """Asks once; dismisses with the choice, or None when the turn was closed while it asked."""
+
+    CSS_PATH = DIALOG_CSS
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "choose('once')", "Allow once", id="permission.once"),

@@ -22,6 +22,7 @@ from core.events import CompactionStep, cache_cost_line
 from core.text import visible
 from core.values.records import Fact
 from tui.format import count, plural
+from tui.screens import DIALOG_CSS
 
 LOSSY = "compact_history"
 
@@ -74,6 +75,8 @@ def at_risk_lines(facts: Sequence[Fact]) -> list[str]:
 
 class PreviewScreen(ModalScreen[None]):
     """The dry run of the next prepare, for reading; esc closes it."""
+
+    CSS_PATH = DIALOG_CSS
 
     DEFAULT_CSS = """
     #preview-dialog { height: auto; max-height: 90%; }

@@ -23,6 +23,7 @@ from textual.widgets.option_list import Option
 from core.sessions.listing import SessionInfo
 from core.text import visible
 from tui.format import count, display_line, plural
+from tui.screens import DIALOG_CSS
 
 
 def _stamp(seconds: float) -> str:
@@ -34,6 +35,8 @@ class SessionsScreen(ModalScreen[SessionInfo | None]):
 
     The running session (`current`) and sessions that do not replay to a valid history are shown
     but cannot be chosen."""
+
+    CSS_PATH = DIALOG_CSS
 
     DEFAULT_CSS = """
     #sessions-dialog { height: 80%; }

@@ -23,10 +23,13 @@ from textual.widgets import Button, Static, TextArea
 from core.compaction.review import SummaryReview
 from core.text import one_line, visible
 from tui.format import count, plural
+from tui.screens import DIALOG_CSS
 
 
 class SummaryReviewScreen(ModalScreen[str | None]):
     """The draft summary of a manual compact, for review: accept, edit, or cancel."""
+
+    CSS_PATH = DIALOG_CSS
 
     DEFAULT_CSS = """
     #summary-dialog { height: 90%; }

@@ -9,9 +9,9 @@ the tree and the breakdown apply the splices each `HistoryChanged` carries, the 
 change it asks its `ContextSource` once (`forecast`: the next call's preview, the history's figures,
 the request's size), debounced, and the answer fills the gauge and the marks.
 
-The first frame shows the gauge, the tree and the log only: the other views (breakdown, timeline,
-dropped, facts, search) are mounted, hidden, right after it is painted, or as soon as anything asks for one
-(their properties), whichever comes first.
+The first frame shows the gauge and the tree only: the compaction log (hidden until a step runs) and
+the other views (breakdown, timeline, dropped, facts, search) are mounted, hidden, right after it is
+painted, or as soon as anything asks for one (their properties), whichever comes first.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from core.markers import parse_marker
 from tui.format import plural
 from tui.history_model import HistoryModel
 from tui.screens.opening import ArchiveOpener
-from tui.widgets.compaction_log import CompactionLog
 from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.message_tree import MessageTree
 from tui.widgets.notes_line import NotesLine
@@ -54,6 +53,7 @@ if TYPE_CHECKING:  # the views the first frame does not show, and the core's eve
     from core.values.records import Fact, LedgerEntry
     from core.values.samples import ContextSample, TokenCount
     from tui.widgets.breakdown import BreakdownView
+    from tui.widgets.compaction_log import CompactionLog
     from tui.widgets.dropped_view import DroppedView
     from tui.widgets.facts_view import FactsView
     from tui.widgets.search_view import Searcher, SearchView
@@ -152,7 +152,6 @@ class Inspector(Vertical):
         with ContentSwitcher(initial="tree", id="views"):
             yield MessageTree(self.start.archive, self.start.messages, chars=self.start.chars, id="tree")
             yield from self.extra_views
-        yield CompactionLog(id="steps")
 
     def on_mount(self) -> None:
         start = self.start
@@ -173,6 +172,7 @@ class Inspector(Vertical):
         if self._views_mounted is not None:
             return
         from tui.widgets.breakdown import BreakdownView
+        from tui.widgets.compaction_log import CompactionLog
         from tui.widgets.dropped_view import DroppedView
         from tui.widgets.facts_view import FactsView
         from tui.widgets.search_view import SearchView
@@ -191,6 +191,7 @@ class Inspector(Vertical):
             ]
         for view in views:
             view.display = False
+        self.mount(CompactionLog(id="steps"))  # under the views; hidden until a step runs (app.tcss)
         self._views_mounted = self.views.mount(*views)
         self.breakdown_view.border_title = "Breakdown · f2 → timeline"
         after_timeline = self.view_names[(self.view_names.index("timeline") + 1) % len(self.view_names)]
@@ -262,7 +263,8 @@ class Inspector(Vertical):
 
     @property
     def steps(self) -> CompactionLog:
-        return self.query_one("#steps", CompactionLog)
+        self._ensure_views()
+        return cast("CompactionLog", self.query_one("#steps"))
 
     # --- the core's events --------------------------------------------------------------------------
 
@@ -472,8 +474,7 @@ class Inspector(Vertical):
     def _untrusted(self, event: MessageTree.Untrusted) -> None:
         self.opener.untrusted(event.info)
 
-    @on(CompactionLog.OpenFile)
-    async def _open_step_file(self, event: CompactionLog.OpenFile) -> None:
+    async def on_compaction_log_open_file(self, event: CompactionLog.OpenFile) -> None:
         await self.opener.open_step_file(event.step, event.path)
 
     # the views' messages (their handlers by name: the views' modules load after the first frame)
