@@ -36,6 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WIDTH, HEIGHT = 160, 48
 TIMEOUT = 30.0
+GOAL = 1.2
+"""ctxtui's first frame at most this many times the minimal app's (issue 34: best of several runs)."""
 MINIMAL = """
 from textual.app import App, ComposeResult
 from textual.widgets import Footer, Static
@@ -160,11 +162,15 @@ def main(repo: Path = ROOT, runs: int = 9, as_is: bool = False) -> None:
     print(f"first paint in tmux {WIDTH}x{HEIGHT}, median of {runs} interleaved runs, ctxtui from {repo}")
     print(f"(Python {sys.version.split()[0]}, bytecode cache {cache})")
     print(f"{minimal.label:<32} {base * 1000:7.0f} ms   range {min(minimal.times) * 1000:.0f}-{max(minimal.times) * 1000:.0f}")
+    best = min(minimal.times)
+    print(f"{'':<32} best {best * 1000:4.0f} ms")
     for program in measured[1:]:
         value = statistics.median(program.times)
         ratios = sorted(ours / peer for ours, peer in zip(program.times, minimal.times, strict=True))
-        print(f"{program.label:<32} {value * 1000:7.0f} ms   {value / base:5.2f}x of minimal (goal <= 1.5x); "
+        print(f"{program.label:<32} {value * 1000:7.0f} ms   {value / base:5.2f}x of minimal (goal <= {GOAL}x); "
               f"per-round ratios {ratios[0]:.2f}-{ratios[-1]:.2f}")
+        print(f"{'':<32} best {min(program.times) * 1000:4.0f} ms   {min(program.times) / best:5.2f}x of the minimal "
+              "app's best (the issue's measure: best of the runs)")
 
 
 if __name__ == "__main__":

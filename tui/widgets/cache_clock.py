@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from core.values.miss import cache_cost_line
-
 if TYPE_CHECKING:
     from core.events import CompactionStep
     from core.values.samples import ContextSample
@@ -51,6 +49,8 @@ def timing_line(timing: str | None, held: Sequence[CompactionStep]) -> str:
     if held:
         names = " + ".join(dict.fromkeys(step.step for step in held))
         invalidated = sum(step.cache_invalidated_tokens or 0 for step in held)
+        from core.values.miss import cache_cost_line
+
         cost = cache_cost_line(invalidated, None).removesuffix(": saves nothing, never pays back")
         line += f" · waiting for the cache: {names} ({cost} if run now)"
     elif timing == "cache-aware":

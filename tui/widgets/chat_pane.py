@@ -27,11 +27,8 @@ from core.text import visible
 from tui.format import duration, plural
 from tui.widgets.chat_blocks import CompactionNotice, ErrorLine, NoticeLine, UserBlock
 from tui.widgets.chat_input import ChatInput
-from tui.widgets.chat_replay import replay_specs
 from tui.widgets.line import Line
 from tui.widgets.stream_layout import count_nested_requests
-from tui.widgets.thinking_block import ThinkingBlock, thinking_blocks
-from tui.widgets.tool_block import ToolBlock
 
 if TYPE_CHECKING:
     from textual.layout import Layout
@@ -39,6 +36,7 @@ if TYPE_CHECKING:
 
     from core.events import CompactionStep, NotesChanged
     from tui.widgets.assistant_block import AssistantBlock
+    from tui.widgets.tool_block import ToolBlock
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
@@ -167,6 +165,8 @@ class ChatPane(Vertical):
         if excess <= 0:
             return
         doomed = [child for child in children[:excess] if child is not self._assistant]
+        from tui.widgets.tool_block import ToolBlock
+
         for widget in doomed:
             if isinstance(widget, ToolBlock):
                 self.tools.pop(widget.tool_use_id, None)
@@ -193,6 +193,8 @@ class ChatPane(Vertical):
         """The assistant message is complete: stop the stream (or show text that was never streamed);
         its thinking blocks go in collapsed, before the text they led to."""
         if content is not None:
+            from tui.widgets.thinking_block import thinking_blocks
+
             await self._add_thinking(thinking_blocks(content))
         if self._stream is not None:
             stream, self._stream = self._stream, None
@@ -211,6 +213,8 @@ class ChatPane(Vertical):
     async def _add_thinking(self, blocks: list[dict[str, Any]]) -> None:
         if not blocks or not self.transcript.is_attached or self.app.return_code is not None:
             return
+        from tui.widgets.thinking_block import ThinkingBlock
+
         widgets = [ThinkingBlock(block) for block in blocks]
         streamed = self._assistant
         if streamed is not None and streamed.parent is self.transcript:
@@ -221,6 +225,8 @@ class ChatPane(Vertical):
 
     async def add_tool(self, tool_use_id: str, name: str, tool_input: dict[str, Any]) -> ToolBlock:
         await self.end_assistant()
+        from tui.widgets.tool_block import ToolBlock
+
         block = ToolBlock(tool_use_id, name, tool_input)
         self.tools[tool_use_id] = block
         await self._add(block)
@@ -325,6 +331,8 @@ class ChatPane(Vertical):
         compaction markers as notices, then `notice`; only the newest `replay_blocks` blocks are built.
         The blocks go first in the transcript (see `_add_first`). The prompt history is restored from
         the user's own messages."""
+        from tui.widgets.chat_replay import replay_specs
+
         specs = replay_specs(messages)
         self.input.prompt_history[:0] = [
             message["content"]
@@ -350,6 +358,8 @@ class ChatPane(Vertical):
 
     def toggle_tools(self) -> None:
         """Expand every tool block, or collapse them all if any is expanded."""
+        from tui.widgets.tool_block import ToolBlock
+
         blocks = list(self.transcript.query(ToolBlock))
         expand = not any(block.expanded for block in blocks)
         for block in blocks:

@@ -25,6 +25,8 @@ from tui.format import count, display_line, plural, short_count
 from tui.widgets.cache_clock import cache_clock_line, timing_line
 
 if TYPE_CHECKING:
+    from textual.geometry import Size
+
     from core.events import CompactionStep, ContextMeasured
     from core.usage.prices import Window
     from core.values.samples import ContextSample, TokenCount
@@ -301,6 +303,8 @@ class ContextGauge(Widget):
     def __init__(self, *, compact: bool = False, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.compact = compact
+        self._measuring = 0
+        """The width Textual measures the height at, while it does (0 otherwise)."""
         # the classes its first styles need, set before it is mounted (no restyle pass of their own)
         self.set_class(compact, "-compact", update=False)
         self.add_class("-ok", update=False)  # the level it starts at (`level`'s default)
@@ -503,21 +507,41 @@ class ContextGauge(Widget):
         return self._style_cache
 
     def render(self) -> Text:
+        width = self._measuring or self.content_region.width or self.size.width
+        return self._line(width) if self.compact else Text("\n").join(self._lines(width))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """Textual renders the gauge to measure its height while it lays the screen out: `render`
+        takes the width it is measured at from here, since reading the widget's region then made
+        the compositor map the whole screen a second time in the middle of the layout (~10 ms of
+        the first frame)."""
+        self._measuring = width
+        try:
+            return super().get_content_height(container, viewport, width)
+        finally:
+            self._measuring = 0
+
+    def _line(self, width: int) -> Text:
+        """The compact gauge's one line."""
         state = self.state
-        width = self.content_region.width or self.size.width
+        styles = self._styles()
+        level_style = styles[f"{state.level}_text"]
+        label = f" {state.mini_line}"
+        bar_width = min(width - len(label) - 4, 40)
+        if bar_width < 6:  # the figures first: the bar only where there is room
+            return Text(label.strip(), style=level_style, no_wrap=True, overflow="ellipsis")
+        line = Text.assemble(("ctx ", styles["muted"]), bar(state, bar_width, styles))
+        line.append(label, level_style)
+        if self.paused:
+            line.append(" · ⏸ paused", styles["warning_text"])
+        return line
+
+    def _lines(self, width: int) -> list[Text]:
+        """The full gauge's lines at `width` cells."""
+        state = self.state
         styles = self._styles()
         muted = styles["muted"]
         level_style = styles[f"{state.level}_text"]
-        if self.compact:
-            label = f" {state.mini_line}"
-            bar_width = min(width - len(label) - 4, 40)
-            if bar_width < 6:  # the figures first: the bar only where there is room
-                return Text(label.strip(), style=level_style, no_wrap=True, overflow="ellipsis")
-            line = Text.assemble(("ctx ", muted), bar(state, bar_width, styles))
-            line.append(label, level_style)
-            if self.paused:
-                line.append(" · ⏸ paused", styles["warning_text"])
-            return line
         lines: list[Text] = []
         head = Text(state.figure, style=level_style + Style(bold=True))
         if self.paused:
@@ -552,7 +576,7 @@ class ContextGauge(Widget):
         if self.preview_line:
             style = styles["warning_text"] + Style(bold=True) if self.preview_warning else muted
             lines.append(Text(self.preview_line, style=style))
-        return Text("\n").join(lines)
+        return lines
 
     def _cache_lines(self, muted: Style) -> list[Text]:
         """The cache's clock and hit rate, and the timing with what waits (none offline or before a call)."""
