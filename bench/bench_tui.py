@@ -226,6 +226,147 @@ async def keys_during(
     return {"total": total, "latencies": latencies, "keys_sent": len(sent), "keys_typed": typed, "lags": lags}
 
 
+class _Passed:
+    """Awaiting this yields `item` to the event loop as the coroutine it came from yielded it."""
+
+    def __init__(self, item: Any) -> None:
+        self.item = item
+
+    def __await__(self) -> Any:
+        return (yield self.item)
+
+
+class PartTimer:
+    """(e): the event loop's time per part of the TUI while a reply streams. Each part is a set of
+    methods (the handlers the core's events reach, the renders the compositor asks for); a call is
+    timed once, at the part's outermost method (a render inside a handler counts once)."""
+
+    def __init__(self) -> None:
+        self.total: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self._depth: dict[str, int] = {}
+        self._undo: list[tuple[type, str, Any]] = []
+        self.running = False
+
+    def wrap(self, part: str, cls: type, name: str) -> None:
+        original = getattr(cls, name)
+        timer = self
+
+        if asyncio.iscoroutinefunction(original):
+            async def timed_async(*args: Any, **kwargs: Any) -> Any:
+                if not timer.running or timer._depth.get(part):
+                    return await original(*args, **kwargs)
+                # each step of the coroutine is timed, not the awaits between (other work runs then)
+                coroutine = original(*args, **kwargs)
+                timer._depth[part] = 1
+                spent, value, error = 0.0, None, None
+                try:
+                    while True:
+                        begin = time.perf_counter()
+                        try:
+                            yielded = coroutine.throw(error) if error is not None else coroutine.send(value)
+                        except StopIteration as stop:
+                            spent += time.perf_counter() - begin
+                            return stop.value
+                        spent += time.perf_counter() - begin
+                        timer._depth[part] = 0
+                        try:
+                            value, error = await _Passed(yielded), None
+                        except BaseException as raised:  # noqa: BLE001 (handed to the coroutine, as asyncio would)
+                            value, error = None, raised
+                        timer._depth[part] = 1
+                finally:
+                    timer._add(part, spent)
+                    timer._depth[part] = 0
+            wrapper: Any = timed_async
+        else:
+            def timed(*args: Any, **kwargs: Any) -> Any:
+                if not timer.running or timer._depth.get(part):
+                    return original(*args, **kwargs)
+                timer._depth[part] = 1
+                begin = time.perf_counter()
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    timer._add(part, time.perf_counter() - begin)
+                    timer._depth[part] = 0
+            wrapper = timed
+        self._undo.append((cls, name, cls.__dict__.get(name)))
+        setattr(cls, name, wrapper)
+
+    def _add(self, part: str, seconds: float) -> None:
+        self.total[part] = self.total.get(part, 0.0) + seconds
+        self.calls[part] = self.calls.get(part, 0) + 1
+
+    def undo(self) -> None:
+        for cls, name, original in reversed(self._undo):
+            if original is None:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, original)
+
+
+PARTS: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
+    # part: (module, class, methods)
+    "chat (the streamed reply)": [
+        ("tui.widgets.chat_pane", "ChatPane", ("add_text", "end_assistant")),
+        ("tui.widgets.assistant_block", "AssistantBlock", ("render_lines",)),
+        ("textual.widgets._markdown", "MarkdownBlock", ("render_lines",)),
+        ("textual.widgets._markdown", "Markdown", ("append",)),
+    ],
+    "message tree": [("tui.widgets.message_tree", "MessageTree", ("push", "apply", "render_lines"))],
+    "breakdown": [
+        ("tui.history_model", "HistoryModel", ("apply",)),
+        ("tui.widgets.inspector", "Inspector", ("_paint_breakdown",)),
+    ],
+    "gauge": [("tui.widgets.context_gauge", "ContextGauge",
+               ("history_changed", "measured", "counted", "sampled", "flush", "render_lines"))],
+    "footer": [
+        ("tui.widgets.keys_footer", "KeysFooter", ("bindings_changed", "_update_keys", "render_lines")),
+        ("textual.widgets._footer", "FooterKey", ("render_lines",)),
+    ],
+    "title bar and busy line": [
+        ("tui.widgets.title_bar", "TitleBar", ("set_state", "render_lines")),
+        ("tui.widgets.chat_pane", "TurnIndicator", ("render_lines", "_tick")),
+    ],
+    "prompt (the keys)": [("tui.widgets.chat_input", "ChatInput", ("on_key", "render_lines"))],
+}
+
+
+async def bench_parts(workdir: Path, tokens: int = TOKENS) -> dict[str, Any]:
+    """(e): one ctxtui stream with (a)'s keys, each part of the TUI timed (`PARTS`)."""
+    import importlib
+
+    timer = PartTimer()
+    for part, entries in PARTS.items():
+        for module, name, methods in entries:
+            cls = getattr(importlib.import_module(module), name)
+            for method in methods:
+                timer.wrap(part, cls, method)
+    model = ChunkModel(tokens)
+    agent = make_agent(workdir, model)
+    app = CtxApp(agent)
+    finished: list[float] = []
+    pause_collector()
+
+    def on_finished(message: Message) -> None:
+        if isinstance(message, msg.TurnFinished) and not finished:
+            finished.append(time.perf_counter())
+
+    async def start() -> None:
+        timer.running = True
+        await app.submit("stream please")
+
+    try:
+        result = await keys_during(app, [on_finished], start, lambda: bool(finished) and app.turns_completed >= 1,
+                                   lambda: app.chat.input, lambda: started(app, agent))
+    finally:
+        timer.running = False
+        timer.undo()
+        await agent.aclose()
+    return {"total": result["total"], "parts": timer.total, "calls": timer.calls}
+
+
 def started(app: CtxApp, agent: Agent) -> bool:
     """ctxtui's start-up is over: the agent settled, the first forecast's tokenizer loaded, no worker running."""
     return (app.main.agent_settled.is_set() and agent.tokens.loaded
@@ -358,6 +499,11 @@ async def child_rounds(side: str, rounds: int, chunks: int, young: int | None) -
         for number in range(rounds):
             if side == "peer":
                 results.append(await bench_stream_peer(chunks))
+                continue
+            if side == "parts":
+                workdir = Path(tmp) / f"parts{number}"
+                workdir.mkdir()
+                results.append(await bench_parts(workdir, chunks))
                 continue
             workdir = Path(tmp) / f"child{number}"
             workdir.mkdir()
@@ -526,8 +672,24 @@ def collector_rows(chunks: int, processes: int = 4, rounds: int = 3) -> list[tup
     ]
 
 
+def parts_rows(chunks: int, rounds: int = 3) -> list[tuple[str, str]]:
+    """(e)'s rows: each part's time on the event loop, the median of `rounds` processes."""
+    results = [in_child("parts", 1, chunks)[0] for _ in range(rounds)]
+    rows = [(f"(e) the event loop's time per part while {chunks:,} chunks stream (with (a)'s keys), "
+             f"median of {rounds} processes", "ms in all / per 1,000 chunks / share of the stream's time")]
+    for part in PARTS:
+        spent = statistics.median(result["parts"].get(part, 0.0) for result in results)
+        calls = statistics.median(result["calls"].get(part, 0) for result in results)
+        share = statistics.median(result["parts"].get(part, 0.0) / result["total"] for result in results)
+        rows.append((f"    {part} ({calls:,.0f} calls)",
+                     f"{spent * 1000:7.1f} ms / {spent * 1000 / chunks * 1000:6.2f} ms / {share:6.1%}"))
+    stream = statistics.median(result["total"] for result in results)
+    rows.append(("    the whole stream (wall)", f"{stream * 1000:7.1f} ms"))
+    return rows
+
+
 async def main(rounds: int, chunks: int, with_history: bool, collector: bool = False, apart: bool = True,
-               frames: bool = False) -> None:
+               frames: bool = False, parts: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="ctxtui-bench-") as tmp:
         root = Path(tmp)
         typing = await typing_rounds(root, rounds, chunks, apart)
@@ -536,6 +698,8 @@ async def main(rounds: int, chunks: int, with_history: bool, collector: bool = F
             extra += await frames_rows(root, chunks)
     if collector:
         extra += collector_rows(chunks)
+    if parts:
+        extra += parts_rows(chunks)
 
     ours, peer = spread(typing["ours"]), spread(typing["peer"])
     figures = " / ".join
@@ -570,11 +734,12 @@ if __name__ == "__main__":
     parser.add_argument("--frames", action="store_true", help="also run (d), the frames while a reply grows")
     parser.add_argument("--shared", action="store_true",
                         help="(a): every round of both sides in this one process (they share heap, imports and collector)")
-    parser.add_argument("--child", choices=("ctxtui", "peer"), help=argparse.SUPPRESS)  # in_child's processes
+    parser.add_argument("--parts", action="store_true", help="also run (e), the event loop's time per part while streaming")
+    parser.add_argument("--child", choices=("ctxtui", "peer", "parts"), help=argparse.SUPPRESS)  # in_child's processes
     parser.add_argument("--young", type=int, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child is not None:
         print(json.dumps(asyncio.run(child_rounds(options.child, options.rounds, options.chunks, options.young))))
     else:
         asyncio.run(main(options.rounds, options.chunks, options.history, options.collector, not options.shared,
-                         options.frames))
+                         options.frames, options.parts))
