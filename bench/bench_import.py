@@ -5,7 +5,9 @@ call ids made unique per copy, until it holds at least SIZE bytes:
   atif       Harbor's Terminus 2 trajectory: its agent steps (a call and its result each)
   codex      the codemie-code rollout: its records after the session header
   openhands  the multi-SWE-bench evaluation record's history: its agent actions and observations
-Prints, for each, the file size, the best of RUNS reads, the time per MB and the calls read.
+Prints, for each, the file size, the best of RUNS reads, the time per MB and the calls read, and the
+ratio against its peer measured in the same run: reading the same file and only parsing its JSON
+(`json.loads` of the whole file, or of each line for JSONL), the floor any importer pays.
 
 Run: python bench/bench_import.py [RUNS] [SIZE_MB]
 """
@@ -78,6 +80,14 @@ def openhands_file(folder: Path, size: int) -> Path:
     return path
 
 
+def parse_only(path: Path) -> object:
+    """The peer: read the file and parse its JSON, nothing else."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return json.loads(text)
+
+
 def best(runs: int, work: Callable[[], object]) -> tuple[float, object]:
     timings, result = [], None
     for _ in range(runs):
@@ -98,9 +108,11 @@ def main() -> None:
             path = make(folder, size)
             megabytes = path.stat().st_size / 1024 / 1024
             seconds, trajectory = best(runs, partial(read_trajectory, path))
+            floor, _ = best(runs, partial(parse_only, path))
             calls = getattr(trajectory, "calls", 0)
             print(f"{name:<10} {megabytes:6.2f} MB  {seconds * 1000:8.1f} ms  "
-                  f"{seconds * 1000 / megabytes:7.1f} ms/MB  {calls:6d} calls")
+                  f"{seconds * 1000 / megabytes:7.1f} ms/MB  {calls:6d} calls   "
+                  f"parse only {floor * 1000:6.1f} ms: {seconds / floor:4.1f}x")
 
 
 if __name__ == "__main__":
