@@ -58,3 +58,29 @@ def test_keys_typed_before_the_first_frame_reach_the_prompt_in_order() -> None:
     finally:
         tmux.kill_server()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+@pytest.mark.timeout(90)
+def test_an_enter_typed_before_the_app_starts_is_a_new_line_not_a_send() -> None:
+    """The terminal, still in its line mode, turns that Enter into a newline before the app takes it:
+    it stays in the prompt as a line break, and nothing goes to the model before the person sees it."""
+    root = Path(tempfile.mkdtemp(prefix="ctxtui-e2e-"))
+    workdir = root / "work"
+    workdir.mkdir()
+    tmux = Tmux(root)
+    try:
+        tmux.start(f"{sys.executable} -m tui.cli --offline --workdir {workdir}")
+        tmux.run("send-keys", "-t", tmux.session, "-l", "early line", check=True)
+        tmux.run("send-keys", "-t", tmux.session, "Enter", check=True)
+        tmux.run("send-keys", "-t", tmux.session, "-l", "second", check=True)
+        wait_until(lambda: FOOTER in tmux.screen(), 20, "the first frame", tmux)
+        wait_until(lambda: "second" in tmux.screen(), 15, "the typed text in the prompt", tmux)
+        lines = [line for line in tmux.screen().splitlines() if "early line" in line or "second" in line]
+        assert len(lines) == 2 and "early line" in lines[0] and "second" in lines[1]
+        assert sent(workdir) == []
+        tmux.run("send-keys", "-t", tmux.session, "Enter", check=True)
+        wait_until(lambda: sent(workdir) == ["early line\nsecond"], 15, "the two lines sent as one message", tmux)
+    finally:
+        tmux.kill_server()
+        shutil.rmtree(root, ignore_errors=True)
