@@ -272,7 +272,7 @@ class PartTimer:
                         timer._depth[part] = 0
                         try:
                             value, error = await _Passed(yielded), None
-                        except BaseException as raised:  # noqa: BLE001 (handed to the coroutine, as asyncio would)
+                        except BaseException as raised:  # handed to the coroutine, as asyncio would
                             value, error = None, raised
                         timer._depth[part] = 1
                 finally:
