@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.tmux import COMPACTION_TEXT, TMUX, Tmux, wait_until
+from tests.support.tmux import COMPACTION_TEXT, TMUX, Tmux, ctxtui_in_tmux, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -85,12 +85,7 @@ def test_escape_sequences_in_a_file_never_reach_the_terminal() -> None:
 def test_shrinking_the_real_terminal_lays_out_for_the_new_size() -> None:
     """160x48 -> 80x24 in tmux: the inspector folds into the one-line gauge at once (not one resize
     late), and the prompt spans the new width."""
-    root = Path(tempfile.mkdtemp(prefix="ctxtui-e2e-"))
-    workdir = root / "work"
-    workdir.mkdir()
-    tmux = Tmux(root)
-    try:
-        tmux.start(f"{sys.executable} -m tui.cli --offline --workdir {workdir}")
+    with ctxtui_in_tmux() as (tmux, _workdir):
         wait_until(lambda: "Messages" in tmux.screen(), 15, "the inspector", tmux)
         tmux.run("resize-window", "-t", tmux.session, "-x", "80", "-y", "24", check=True)
 
@@ -99,11 +94,8 @@ def test_shrinking_the_real_terminal_lays_out_for_the_new_size() -> None:
             return any(line.lstrip().startswith("ctx ") for line in lines) and not any("Messages" in line for line in lines)
 
         wait_until(folded, 10, "the one-line gauge at 80x24", tmux)
-        tmux.run("send-keys", "-t", tmux.session, "C-q", check=True)
+        tmux.type("C-q")
         wait_until(lambda: not tmux.alive(), 8, "the app to exit after ctrl+q", tmux)
-    finally:
-        tmux.kill_server()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def tree_focused(screen: str) -> bool:

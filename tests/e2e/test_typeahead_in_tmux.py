@@ -5,16 +5,12 @@ partial line), the next keys one at a time while the app starts, the last after 
 
 from __future__ import annotations
 
-import shutil
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.test_typing_in_tmux import sent
-from tests.support.tmux import TMUX, Tmux, wait_until
+from tests.support.tmux import TMUX, ctxtui_in_tmux, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -25,39 +21,27 @@ FOOTER = "^q Quit"
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 @pytest.mark.timeout(90)
 def test_keys_typed_before_the_first_frame_reach_the_prompt_in_order() -> None:
-    root = Path(tempfile.mkdtemp(prefix="ctxtui-e2e-"))
-    workdir = root / "work"
-    workdir.mkdir()
-    tmux = Tmux(root)
-
-    def keys(*names: str, literal: bool = False) -> None:
-        tmux.run("send-keys", "-t", tmux.session, *(["-l"] if literal else []), *names, check=True)
-
-    try:
-        tmux.start(f"{sys.executable} -m tui.cli --offline --workdir {workdir}")
-        keys("typed at once", literal=True)  # before the interpreter is up: a pending canonical line
+    with ctxtui_in_tmux() as (tmux, workdir):
+        tmux.type("typed at once", literal=True)  # before the interpreter is up: a pending canonical line
         typed = "typed at once"
         during = " then one key at a time while it starts"
         deadline = time.monotonic() + 20
         for character in during:
             if FOOTER in tmux.screen() or time.monotonic() > deadline:
                 break
-            keys(character, literal=True)
+            tmux.type(character, literal=True)
             typed += character
         rest = during[len(typed) - len("typed at once") :] + " and after"
         wait_until(lambda: FOOTER in tmux.screen(), 20, "the first frame", tmux)
-        keys(rest, literal=True)
+        tmux.type(rest, literal=True)
         typed += rest
         assert typed == "typed at once then one key at a time while it starts and after"
         wait_until(lambda: typed in tmux.screen(), 15, "the typed text in the prompt", tmux)
-        keys("Enter")
+        tmux.type("Enter")
         wait_until(lambda: typed in sent(workdir), 15, "the typed text in the session log", tmux)
         assert sent(workdir) == [typed]  # every key once, in order, nothing else
-        keys("C-q")
+        tmux.type("C-q")
         wait_until(lambda: not tmux.alive(), 8, "the app to exit after ctrl+q", tmux)
-    finally:
-        tmux.kill_server()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
@@ -65,22 +49,14 @@ def test_keys_typed_before_the_first_frame_reach_the_prompt_in_order() -> None:
 def test_an_enter_typed_before_the_app_starts_is_a_new_line_not_a_send() -> None:
     """The terminal, still in its line mode, turns that Enter into a newline before the app takes it:
     it stays in the prompt as a line break, and nothing goes to the model before the person sees it."""
-    root = Path(tempfile.mkdtemp(prefix="ctxtui-e2e-"))
-    workdir = root / "work"
-    workdir.mkdir()
-    tmux = Tmux(root)
-    try:
-        tmux.start(f"{sys.executable} -m tui.cli --offline --workdir {workdir}")
-        tmux.run("send-keys", "-t", tmux.session, "-l", "early line", check=True)
-        tmux.run("send-keys", "-t", tmux.session, "Enter", check=True)
-        tmux.run("send-keys", "-t", tmux.session, "-l", "second", check=True)
+    with ctxtui_in_tmux() as (tmux, workdir):
+        tmux.type("early line", literal=True)
+        tmux.type("Enter")
+        tmux.type("second", literal=True)
         wait_until(lambda: FOOTER in tmux.screen(), 20, "the first frame", tmux)
         wait_until(lambda: "second" in tmux.screen(), 15, "the typed text in the prompt", tmux)
         lines = [line for line in tmux.screen().splitlines() if "early line" in line or "second" in line]
         assert len(lines) == 2 and "early line" in lines[0] and "second" in lines[1]
         assert sent(workdir) == []
-        tmux.run("send-keys", "-t", tmux.session, "Enter", check=True)
+        tmux.type("Enter")
         wait_until(lambda: sent(workdir) == ["early line\nsecond"], 15, "the two lines sent as one message", tmux)
-    finally:
-        tmux.kill_server()
-        shutil.rmtree(root, ignore_errors=True)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
+import sys
+import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 TMUX = shutil.which("tmux")
@@ -62,6 +65,26 @@ class Tmux:
 
     def kill_server(self) -> None:
         self.run("kill-server")
+
+    def type(self, *names: str, literal: bool = False) -> None:
+        """Send keys to the session (`literal`: `names` are text, not key names)."""
+        self.run("send-keys", "-t", self.session, *(["-l"] if literal else []), *names, check=True)
+
+
+@contextlib.contextmanager
+def ctxtui_in_tmux(flags: str = "--offline") -> Iterator[tuple[Tmux, Path]]:
+    """`python -m tui.cli FLAGS` started in a private tmux server on an empty workdir; yields the server
+    and the workdir, and removes both afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="ctxtui-e2e-"))
+    workdir = root / "work"
+    workdir.mkdir()
+    tmux = Tmux(root)
+    try:
+        tmux.start(f"{sys.executable} -m tui.cli {flags} --workdir {workdir}")
+        yield tmux, workdir
+    finally:
+        tmux.kill_server()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, what: str, tmux: Tmux) -> None:
