@@ -109,7 +109,8 @@ class MessageTree(AppendableTree[NodeInfo], Tree[NodeInfo]):
         id: str | None = None,
     ) -> None:
         self._widths: dict[int, tuple[object, int]] = {}
-        super().__init__("history", id=id)
+        # a Text label: a str one goes through Rich's markup, whose emoji table (~5 ms) loads then
+        super().__init__(Text("history"), id=id)
         self.show_root = False
         self.guide_depth = 3
         self.archive = archive
