@@ -72,6 +72,10 @@ class DemoScript(Protocol):
 class MainScreen(Screen[None]):
     """The layout, the actions of `tui.actions` and the routing of the core's events."""
 
+    AUTO_FOCUS = "#prompt"
+    """The prompt has focus from the start (Textual's default, the first focusable widget, then a
+    move to the prompt in `on_mount`, restyled two widgets twice before the first frame)."""
+
     class PromptReady(Message):
         """Posted to the app once the prompt is mounted and focused: the keys the app held until now
         go to it (`CtxApp.on_main_screen_prompt_ready`), in the app's queue, so in order."""
