@@ -1,7 +1,8 @@
 """The `ctxtui` command: the TUI, one headless turn with `-p`, `sessions`, `config`, `inspect`, `--serve`.
 
 Heavy modules (textual, anthropic, tiktoken) are imported only where needed, so `--version` and
-`--help` are instant; the TUI's start runs with the cyclic garbage collector paused until its first
+`--help` are instant; the sub-commands' parsers and modules are loaded only when argv names one
+(`parse_arguments`); the TUI's start runs with the cyclic garbage collector paused until its first
 frame is painted (tui/startup.py).
 """
 
@@ -17,7 +18,6 @@ from typing import Any
 
 from core import __version__
 from core.text import error_line, visible
-from tui.cli.proxy import add_proxy_parser
 from tui.startup import pause_collector, resume_collector
 
 EXIT_OK = 0
@@ -49,6 +49,10 @@ COMMANDS_HELP = """commands:
   ctxtui statusline             Claude Code's status line: its JSON on stdin, one line of context,
                                 prompt cache and last compaction on stdout (always exit 0)
 """
+
+# The sub-commands, in the order of `ctxtui --help` (build_parser adds a parser for each).
+COMMANDS = ("sessions", "config", "inspect", "proxy", "replay", "search")
+COMMANDS_METAVAR = "{" + ",".join(COMMANDS) + "}"
 
 
 class UsageError(Exception):
@@ -97,8 +101,9 @@ class _Parser(argparse.ArgumentParser):
         return super().format_help()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+def _main_parser(parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """The main parser's own flags (every flag before a sub-command), declared here only."""
+    parser = parser_class(
         prog="ctxtui",
         description="Chat with a Claude coding agent while a live inspector shows its context.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -145,7 +150,18 @@ def build_parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true", help="headless: also print tool calls and notices on stderr"
     )
     parser.add_argument("--version", action="version", version=f"ctxtui {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="{sessions,config,inspect,proxy,replay,search}")
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser: the main flags and every sub-command's parser (`parse_arguments` uses it only
+    when argv has a word where a sub-command goes)."""
+    from tui.cli.proxy import add_proxy_parser
+    from tui.cli.replay import add_replay_parser
+    from tui.cli.search import add_search_parser
+
+    parser = _main_parser(_Parser)
+    commands = parser.add_subparsers(dest="command", metavar=COMMANDS_METAVAR)
     sessions = commands.add_parser("sessions", help="list this workdir's sessions, newest first")
     _common(sessions, suppress=True)
     sessions.add_argument(
@@ -211,13 +227,50 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(inspect, suppress=True)
     add_proxy_parser(commands)
-    from tui.cli.replay import add_replay_parser
-
     add_replay_parser(commands)
-    from tui.cli.search import add_search_parser
-
     add_search_parser(commands)
     return parser
+
+
+class _TuiParser(argparse.ArgumentParser):
+    """`parse_arguments`' light parser; its help is the full parser's (it lists the sub-commands)."""
+
+    def format_help(self) -> str:
+        return build_parser().format_help()
+
+
+def _tui_parser() -> argparse.ArgumentParser:
+    """The main parser with, where the sub-commands go, a positional that only collects words: like
+    the sub-commands' action it has nargs=PARSER, dest `command`, their metavar (so the same usage
+    line) and is not required, so argparse gives it exactly the words it would give a sub-command."""
+    parser = _main_parser(_TuiParser)
+    words = parser.add_argument("command", nargs=argparse.PARSER, metavar=COMMANDS_METAVAR)
+    words.required = False
+    return parser
+
+
+def parse_arguments(argv: list[str]) -> argparse.Namespace:
+    """argv parsed as `build_parser().parse_args(argv)` parses it, but without building the
+    sub-commands' parsers, nor importing their modules (tui.cli.proxy, .replay, .search and through
+    replay core.engines), unless argv has a word where a sub-command goes: the TUI's start does not
+    pay for them.
+
+    Why a light parser rather than scanning argv for command names: the light one is the same main
+    parser (`_main_parser`: the same flags, abbreviations and reading of each token) with a stand-in
+    for the sub-commands that argparse matches by the same nargs pattern. So argparse itself decides
+    where a sub-command would start, and up to there both parsers do the same: --version, -h (the
+    full help) and errors (the same usage line) included. When the stand-in caught a word (`proxy`,
+    `bogus`, `-- x`), the full parser parses argv again from the start: sub-commands, their help and
+    their errors are its own. No private argparse names: PARSER is in argparse's __all__, `required`
+    a public attribute of an Action.
+    """
+    light = _tui_parser()
+    args, unknown = light.parse_known_args(argv)
+    if args.command is not None:
+        return build_parser().parse_args(argv)
+    if unknown:  # exits 2 with "unrecognized arguments", as the full parser would
+        return light.parse_args(argv)
+    return args
 
 
 def _workdir(args: argparse.Namespace) -> Path:
@@ -637,8 +690,7 @@ def _check_serve(args: argparse.Namespace) -> None:
 
 
 def _main(argv: list[str]) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_arguments(argv)
     for name in ("workdir", "model", "output_format"):
         if not hasattr(args, name):
             setattr(args, name, None)
