@@ -9,11 +9,13 @@ draws the same splices as nodes (each node's data holds its message) and keeps n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.history import estimate_chars
-from core.history.categories import Breakdown
 from core.values.splice import Splice
+
+if TYPE_CHECKING:
+    from core.history.categories import Breakdown
 
 Message = dict[str, Any]
 
@@ -25,10 +27,19 @@ class HistoryModel:
         self._messages: list[Message] = list(messages)
         self.chars = estimate_chars(self._messages) if chars is None else chars
         """`estimate_chars` of the history (the last HistoryChanged's figure)."""
-        self.breakdown = Breakdown(self._messages)
-        """Its figures by category, kept from the splices (never re-walked)."""
+        self._breakdown: Breakdown | None = None
         self.version = 0
         """How many changes were applied (a view compares it to know it is behind)."""
+
+    @property
+    def breakdown(self) -> Breakdown:
+        """Its figures by category: counted from the messages when first asked for (the first frame
+        does without them), then kept from the splices (never re-walked)."""
+        if self._breakdown is None:
+            from core.history.categories import Breakdown
+
+            self._breakdown = Breakdown(self._messages)
+        return self._breakdown
 
     @property
     def messages(self) -> Sequence[Message]:
@@ -45,7 +56,8 @@ class HistoryModel:
             changes = [Splice(0, len(self._messages), whole[-1].added)]
         for change in changes:
             self._messages[change.start : change.start + change.removed] = list(change.added)
-        self.breakdown.apply(changes)
+        if self._breakdown is not None:
+            self._breakdown.apply(changes)
         self.chars = chars
         self.version += 1
 
@@ -53,7 +65,8 @@ class HistoryModel:
         """Another history altogether (a new or resumed session, the proxy's other conversation)."""
         self._messages = list(messages)
         self.chars = estimate_chars(self._messages) if chars is None else chars
-        self.breakdown.reset(self._messages)
+        if self._breakdown is not None:
+            self._breakdown.reset(self._messages)
         self.version += 1
 
 
