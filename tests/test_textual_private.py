@@ -16,17 +16,16 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.drivers.linux_driver import LinuxDriver
 from textual.geometry import Region
 from textual.reactive import Reactive
-from textual.widgets import Footer, Static, Tree
+from textual.widgets import Static, Tree
 from textual.widgets.tree import UnknownNodeID
 
 import tui.textual_private as private
@@ -36,15 +35,12 @@ from tui.textual_private import (
     PRIVATE_NAMES,
     PRIVATE_USES,
     AppendableTree,
-    FooterKey,
     PrivateUse,
     RepaintGainedRows,
     app_process,
     check_textual_version,
-    footer_bindings_ready,
     measured_first,
     pending_layouts,
-    set_footer_key_disabled,
     tree_line_paths,
 )
 
@@ -174,7 +170,7 @@ def test_no_other_module_of_tui_touches_a_textual_private_name() -> None:
 
 SAMPLE = """
 from textual.widgets._tree import _TreeLine
-from textual.widgets import Footer, Static, _footer
+from textual.widgets import Static, Tree, _tree
 
 class Label(Static):
     def _size_updated(self, size, virtual_size, container_size, layout=True):
@@ -184,9 +180,9 @@ class Label(Static):
         self._own = 1
         return self._size
 
-def hide(node, footer):
+def hide(node, tree):
     node._label = "x"
-    footer.set_reactive(Footer._bindings_ready, True)
+    Tree._clear_line_cache(tree)
     return getattr(node, "_process", None)
 """
 
@@ -197,12 +193,12 @@ def test_the_scan_finds_each_kind_of_use() -> None:
     found = "\n".join(violations(SAMPLE, namespace, "sample"))
     for expected in (
         "imports from textual.widgets._tree",
-        "imports _footer from textual.widgets",
+        "imports _tree from textual.widgets",
         "Label overrides _size_updated",
         "Label uses _size_updated",  # super()._size_updated
         "Label uses _size",
         "uses node._label",
-        "uses Footer._bindings_ready",
+        "uses Tree._clear_line_cache",  # a name of Textual's class, though not one tui/ uses
         "getattr of _process",
     ):
         assert expected in found
@@ -260,8 +256,6 @@ def test_the_name_is_still_there_as_it_was(use: PrivateUse) -> None:
 
 
 class Host(App[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("x", "thing", "Thing")]
-
     def __init__(self, *widgets: Any) -> None:
         super().__init__()
         self.widgets = widgets
@@ -269,20 +263,15 @@ class Host(App[None]):
     def compose(self) -> ComposeResult:
         yield from self.widgets
 
-    def action_thing(self) -> None:
-        pass
-
 
 async def test_each_attribute_is_there_once_mounted_with_its_type() -> None:
     tree: Tree[None] = Tree("root")
     tree.root.add_leaf("a leaf")
-    footer = Footer()
-    app = Host(tree, footer)
+    app = Host(tree)
     async with app.run_test() as pilot:
         await pilot.pause()
         tree_line_paths(tree)  # the lines built
         instances: dict[str, Any] = {
-            "textual.widgets._footer:FooterKey": app.query(FooterKey).first(),
             "textual.screen:Screen": app.screen,
             "textual.widgets._tree:Tree": tree,
             "textual.widgets._tree:TreeNode": tree.root.children[0],
@@ -323,45 +312,6 @@ def test_every_use_names_what_uses_it() -> None:
 
 
 # --- each hook still does what it relies on ---------------------------------------------------------------
-
-
-async def test_a_footer_key_greyed_out_in_place_rings_the_bell_instead_of_acting(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    app = Host(Footer())
-    async with app.run_test() as pilot:
-        await pilot.pause()
-        key = next(key for key in app.query(FooterKey) if key.key == "x")
-        rang: list[bool] = []
-        pressed: list[str] = []
-        monkeypatch.setattr(app, "bell", lambda: rang.append(True))
-        monkeypatch.setattr(app, "simulate_key", pressed.append)
-        set_footer_key_disabled(key, True)
-        key.on_mouse_down()
-        assert rang == [True] and pressed == [] and key.has_class("-disabled")
-        set_footer_key_disabled(key, False)
-        key.on_mouse_down()
-        assert pressed == ["x"] and not key.has_class("-disabled")
-
-
-async def test_the_footer_composes_its_keys_once_told_the_bindings_are_ready() -> None:
-    footer = Footer()
-    app = Host(footer)
-    async with app.run_test() as pilot:
-
-        async def recomposed() -> list[Any]:
-            footer.call_next(footer.recompose)  # composed as the footer (its keys bind to it)
-            await pilot.pause()
-            return list(footer.children)
-
-        await pilot.pause()
-        footer.set_reactive(Footer._bindings_ready, False)
-        assert await recomposed() == []
-        footer_bindings_ready(footer, quietly=True)
-        assert any(isinstance(widget, FooterKey) and widget.key == "x" for widget in await recomposed())
-        footer.set_reactive(Footer._bindings_ready, False)
-        footer_bindings_ready(footer)
-        assert await recomposed()
 
 
 class Column(Vertical):

@@ -1,9 +1,9 @@
 """Every use ctxtui makes of a private name of Textual (or textual-serve), in one place.
 
 Textual may change anything whose name starts with `_` in any release. The TUI uses a few such names
-where no public API does what it needs (speed on long histories, repainting less, the footer's keys in
-the first frame); each use is a small named function or a subclass hook below, whose docstring says
-what it relies on and why nothing public does it. No other module of tui/ touches a private name of
+where no public API does what it needs (speed on long histories, repainting less); each use is a
+small named function or a subclass hook below, whose docstring says what it relies on and why
+nothing public does it. No other module of tui/ touches a private name of
 Textual (tests/test_textual_private.py scans them), so a new Textual release is checked here:
 
 - `PRIVATE_USES` lists each private name used (its owner and what kind of thing it is);
@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
     from asyncio.subprocess import Process
@@ -36,8 +35,7 @@ if TYPE_CHECKING:
     from textual.geometry import Region, Size
     from textual.screen import Screen
     from textual.widget import Widget
-    from textual.widgets import Footer, Tree
-    from textual.widgets._footer import FooterKey as FooterKey  # re-exported: not in textual.widgets
+    from textual.widgets import Tree
     from textual.widgets._tree import _TreeLine
     from textual.widgets.tree import TreeNode
 
@@ -53,8 +51,7 @@ CHECKED_VERSIONS: dict[str, tuple[str, ...]] = {
 """The versions of each distribution whose source every use below was read against."""
 
 
-@dataclass(frozen=True)
-class PrivateUse:
+class PrivateUse(NamedTuple):
     """One private name used: `owner` is where it lives (`module:Class`, or `module` for a private
     module or class), `kind` what it is (`module`, `class`, `method`, `override`, `property`,
     `attribute`, `reactive`), `expect` what the tests hold it to (a method's parameters, an attribute's
@@ -69,14 +66,6 @@ class PrivateUse:
 
 
 PRIVATE_USES: tuple[PrivateUse, ...] = (
-    # the footer (tui/widgets/keys_footer.py)
-    PrivateUse("textual.widgets", "_footer", "module", "FooterKey", "FooterKey"),
-    PrivateUse(
-        "textual.widgets._footer:FooterKey", "_disabled", "attribute", "bool", "set_footer_key_disabled"
-    ),
-    PrivateUse(
-        "textual.widgets._footer:Footer", "_bindings_ready", "reactive", "False", "footer_bindings_ready"
-    ),
     # the stream layout (tui/widgets/stream_layout.py)
     PrivateUse("textual.screen:Screen", "_layout_widgets", "attribute", "dict", "pending_layouts"),
     # the assistant's block repaints only the rows it gained (tui/widgets/assistant_block.py)
@@ -178,48 +167,6 @@ def check_textual_version(environ: Mapping[str, str] | None = None) -> str | Non
         f"{', '.join(checked)} (tui/textual_private.py): install textual=={checked[-1]}, "
         f"or set {ALLOW_UNCHECKED}=1 to start anyway"
     )
-
-
-# --- the footer ----------------------------------------------------------------------------------------
-
-
-if not TYPE_CHECKING:  # the type checker reads FooterKey from the import above
-
-    def __getattr__(name: str) -> Any:
-        """`FooterKey` (Textual exports only `Footer`), imported when first asked for: this module
-        stays cheap to import."""
-        if name == "FooterKey":
-            from textual.widgets._footer import FooterKey
-
-            return FooterKey
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def set_footer_key_disabled(key: FooterKey, disabled: bool) -> None:
-    """Grey a footer key out, or not, in place (its class and what its click does).
-
-    Relies on: `FooterKey._disabled`, set from the `disabled` argument of its constructor, is what
-    `FooterKey.on_mouse_down` reads (a disabled key rings the bell, an enabled one simulates its key).
-    Public API: only the constructor sets it, so changing it otherwise means a new key, mounted (what
-    the footer avoids when a turn starts or ends and only the keys' state changes)."""
-    key._disabled = disabled
-    key.set_class(disabled, "-disabled")
-
-
-def footer_bindings_ready(footer: Footer, *, quietly: bool = False) -> None:
-    """Tell Textual's footer that the screen's bindings are known, so its `compose` yields the keys.
-
-    Relies on: the reactive `Footer._bindings_ready`, False until the first `bindings_changed`, which
-    `Footer.compose` checks before yielding any key. `quietly` sets it without its watchers
-    (`set_reactive`), from inside `compose`. Public API: `Footer.bindings_changed` sets it too, but also
-    recomposes after the next refresh, which the footer replaces with its own update; nothing public
-    makes the first `compose` show the keys (they would appear a frame after the first)."""
-    if quietly:
-        from textual.widgets import Footer
-
-        footer.set_reactive(Footer._bindings_ready, True)
-    else:
-        footer._bindings_ready = True
 
 
 # --- the stream layout ---------------------------------------------------------------------------------

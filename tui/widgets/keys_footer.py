@@ -1,194 +1,258 @@
-"""KeysFooter: Textual's footer with the quit key first, so a narrow terminal never loses it.
+"""KeysFooter: the screen's keys on one line, quit first, only whole keys; one widget.
 
-Textual lays the footer's keys out in the order of the binding chain (the focused widget, then the
-screen, then the app), so the app-wide `ctrl+q` comes last and is the first key cut off at 80
-columns. Here it leads; the rest keep their order. Given `groups` (the keys, most needed first, in
-groups shown together or not at all), the footer shows only whole keys: where not all fit beside the
-palette key, the least needed give way (Textual's footer would cut the last one in the middle).
+It shows what Textual's compact footer shows (the screen's active bindings that have `show`, one key
+per action, greyed out when disabled, the palette key at the right edge behind a thin rule), with
+two differences:
 
-Textual's footer recomposes every key whenever the screen's bindings are refreshed (each focus
-change, each turn's start and end); mounting a dozen keys costs the event loop tens of
-milliseconds, felt as a stutter while typing. This one leaves the keys alone when what they show is
-unchanged, and otherwise replaces only the keys that changed (the new ones mounted together). Its
-keys are in the app's first frame.
+- **Quit leads.** Textual lays keys out in the order of the binding chain (the focused widget, then
+  the screen, then the app), so the app-wide `ctrl+q` comes last and is the first key cut off at 80
+  columns. Here it comes first; the rest keep their order.
+- **Only whole keys.** Given `groups` (the keys, most needed first, in groups shown together or not at
+  all: tui/actions.py `footer_groups`), where not all fit beside the palette key the least needed
+  give way whole (Textual's footer would cut the last one in the middle).
+
+Textual's footer is a container of one widget per key, composed again at every bindings refresh
+(each focus change, each turn's start and end): a dozen widgets to mount, style and lay out, felt
+as a stutter while typing and a sixth of the styling before the first frame. This one is a single
+line drawn from a list of `FooterEntry`: a refresh that changes nothing draws nothing, one that
+does draws one line. A click on a key presses it (a greyed-out key rings the bell), the key under
+the pointer is highlighted and its help is the tooltip, as on Textual's footer.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar, NamedTuple
 
 from rich.cells import cell_len
+from rich.style import Style
+from rich.text import Text
 from textual import events
-from textual.app import ComposeResult
+from textual.geometry import Region, Size
 from textual.screen import Screen
-from textual.widget import MountError, Widget
-from textual.widgets import Footer
-
-from tui.textual_private import FooterKey, footer_bindings_ready, set_footer_key_disabled
+from textual.widget import Widget
 
 QUIT_ACTIONS = ("quit", "app.quit")
-
-Shown = tuple[object, ...]
-
-
-def shown(widget: Widget, *, state: bool = True) -> Shown:
-    """What a footer widget shows: equal for two widgets that would look and act the same (with
-    `state=False`, whether it is greyed out aside: a key that only changes that is kept and updated)."""
-    if isinstance(widget, FooterKey):
-        ignored = {"-compact"} if state else {"-compact", "-disabled"}  # -compact: bound to the footer
-        return (
-            type(widget),
-            widget.key,
-            widget.key_display,
-            widget.description,
-            widget.action,
-            str(widget.tooltip or ""),
-            tuple(sorted(widget.classes - ignored)),
-        )
-    return (type(widget), id(widget))  # anything else (a group, a label) is never taken as unchanged
+RULE = "▏"
+"""Before the palette key: Textual's footer draws it as the key's left border (`vkey`)."""
 
 
-def set_enabled(key: FooterKey, like: FooterKey) -> None:
-    """Grey `key` out, or not, as `like` is (the footer's own key state: its class and click)."""
-    set_footer_key_disabled(key, like.has_class("-disabled"))
+class FooterEntry(NamedTuple):
+    """One key the footer shows."""
+
+    key: str
+    """The binding's key (`ctrl+q`): what a click presses."""
+    display: str
+    """How the key is shown (`^q`)."""
+    description: str
+    action: str
+    enabled: bool
+    tooltip: str
+    palette: bool = False
+    """The command palette's key, at the right edge."""
+
+    @property
+    def width(self) -> int:
+        """The cells it takes: `^q Quit` (no margin)."""
+        return cell_len(self.display) + (1 + cell_len(self.description) if self.description else 0)
 
 
-def key_width(key: FooterKey) -> int:
-    """The cells a compact footer key takes: `^q Quit` and its margin (the palette key: its border)."""
-    width = cell_len(key.key_display) + (1 + cell_len(key.description) if key.description else 0)
-    return width + 1  # the margin after a key, or the border before the palette key (docked right)
-
-
-def fitting(widgets: list[Widget], width: int, groups: Sequence[Sequence[str]]) -> list[Widget]:
-    """`widgets` less the least needed keys (the last of `groups`; keys in no group first) until the rest
-    fit in `width` cells; the quit and palette keys always stay. Anything but keys: all of them."""
-    keys = [widget for widget in widgets if isinstance(widget, FooterKey)]
-    if len(keys) != len(widgets):
-        return widgets
+def fitting(entries: Sequence[FooterEntry], width: int, groups: Sequence[Sequence[str]]) -> list[FooterEntry]:
+    """`entries` less the least needed (the last of `groups`; keys in no group first) until the rest
+    fit in `width` cells, a cell after each key; the quit and palette keys always stay."""
     rank = {key: index for index, group in enumerate(groups) for key in group}
-    kept = list(keys)
-    total = sum(key_width(key) for key in kept)
-    removable = sorted(
-        {
-            rank.get(key.key, len(groups))
-            for key in kept
-            if key.action not in QUIT_ACTIONS and not key.has_class("-command-palette")
-        },
-        reverse=True,
-    )
-    for level in removable:
+
+    def removable(entry: FooterEntry) -> bool:
+        return entry.action not in QUIT_ACTIONS and not entry.palette
+
+    kept = list(entries)
+    total = sum(entry.width + 1 for entry in kept)
+    levels = sorted({rank.get(entry.key, len(groups)) for entry in kept if removable(entry)}, reverse=True)
+    for level in levels:
         if total <= width:
             break
-        going = [
-            key
-            for key in kept
-            if rank.get(key.key, len(groups)) == level
-            and key.action not in QUIT_ACTIONS
-            and not key.has_class("-command-palette")
-        ]
-        total -= sum(key_width(key) for key in going)
-        kept = [key for key in kept if key not in going]
-    return list(kept)
+        going = [e for e in kept if removable(e) and rank.get(e.key, len(groups)) == level]
+        total -= sum(entry.width + 1 for entry in going)
+        kept = [entry for entry in kept if entry not in going]
+    return kept
 
 
-class KeysFooter(Footer):
+class KeysFooter(Widget, can_focus=False):
     """The footer, quit first, only whole keys."""
 
-    def __init__(self, *args: Any, groups: Sequence[Sequence[str]] = (), **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "keys-footer--item",
+        "keys-footer--key",
+        "keys-footer--description",
+        "keys-footer--hover",
+        "keys-footer--rule",
+    }
+    # The look of Textual's compact footer, from the same theme variables.
+    DEFAULT_CSS = """
+    KeysFooter {
+        dock: bottom;
+        height: 1;
+        color: $footer-foreground;
+        background: $footer-background;
+        & > .keys-footer--item { background: $footer-item-background; }
+        & > .keys-footer--key {
+            color: $footer-key-foreground;
+            background: $footer-key-background;
+            text-style: bold;
+        }
+        & > .keys-footer--description {
+            color: $footer-description-foreground;
+            background: $footer-description-background;
+        }
+        & > .keys-footer--hover { color: $footer-key-foreground; background: $block-hover-background; }
+        & > .keys-footer--rule { color: $foreground 20%; }
+    }
+    """
+
+    def __init__(self, *, groups: Sequence[Sequence[str]] = (), **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.groups = tuple(tuple(group) for group in groups)
         """The keys by need, most needed first (tui/actions.py `footer_groups`); empty: every key."""
-        self._updating = asyncio.Lock()
-        self._updated_once = False
+        self._entries: tuple[FooterEntry, ...] = ()
+        self._spans: tuple[tuple[int, int, FooterEntry], ...] = ()
+        """Each shown key's cells on the line: (start, end, entry)."""
+        self._hover: FooterEntry | None = None
 
-    def compose(self) -> ComposeResult:
+    # --- what it shows ---------------------------------------------------------------------------
+
+    @property
+    def keys(self) -> tuple[FooterEntry, ...]:
+        """The keys shown now, left to right (the palette key last)."""
+        return tuple(entry for _, _, entry in self._spans)
+
+    def region_of(self, entry: FooterEntry) -> Region:
+        """Where `entry` is on the screen (an empty region when it is not shown)."""
+        for start, end, shown in self._spans:
+            if shown == entry:
+                return Region(self.region.x + start, self.region.y, end - start, 1)
+        return Region()
+
+    def entry_at(self, x: int) -> FooterEntry | None:
+        """The key at column `x` of the footer, or None (a gap)."""
+        return next((entry for start, end, entry in self._spans if start <= x < end), None)
+
+    def entries(self) -> tuple[FooterEntry, ...]:
+        """The screen's shown bindings now, one per action, quit first, the palette key last."""
+        screen = self.screen
+        active = screen.active_bindings
+        by_action: dict[str, FooterEntry] = {}
+        for _node, binding, enabled, tooltip in active.values():
+            if binding.show and binding.action not in by_action:
+                by_action[binding.action] = FooterEntry(
+                    binding.key,
+                    self.app.get_key_display(binding),
+                    binding.description,
+                    binding.action,
+                    enabled,
+                    tooltip or binding.tooltip,
+                )
+        shown = sorted(by_action.values(), key=lambda entry: entry.action not in QUIT_ACTIONS)
+        if self.app.ENABLE_COMMAND_PALETTE and (palette := active.get(self.app.COMMAND_PALETTE_BINDING)):
+            _node, binding, enabled, _tooltip = palette
+            shown.append(
+                FooterEntry(
+                    binding.key,
+                    self.app.get_key_display(binding),
+                    binding.description,
+                    binding.action,
+                    enabled,
+                    binding.tooltip or binding.description,
+                    palette=True,
+                )
+            )
+        return tuple(shown)
+
+    def _update(self) -> None:
+        entries = self.entries()
+        if entries != self._entries:
+            self._entries = entries
+            self.refresh()
+
+    # --- Textual's hooks -------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
         # The screen's and the app's keys are known before anything has focus: they are in the first
         # frame (Textual's footer shows nothing until the first bindings refresh, a moment later).
-        footer_bindings_ready(self, quietly=True)
-        widgets = list(super().compose())
-        for (
-            widget
-        ) in widgets:  # the class its compact binding would set once mounted: no restyle pass of its own
-            if isinstance(widget, FooterKey):
-                widget.set_class(self.compact, "-compact", update=False)
-        widgets.sort(key=lambda widget: not (isinstance(widget, FooterKey) and widget.action in QUIT_ACTIONS))
-        if self.groups and self.compact:
-            width = self.size.width or self.app.size.width  # docked at the bottom: the screen's width
-            widgets = fitting(widgets, width, self.groups)
-        yield from widgets
+        self._entries = self.entries()
+        self.screen.bindings_updated_signal.subscribe(self, self.bindings_changed)
 
-    def on_resize(self, event: events.Resize) -> None:
-        """Another width fits other keys."""
-        if self.groups and self.is_attached:
-            self.call_next(self._update_keys)
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
 
     def bindings_changed(self, screen: Screen[object]) -> None:
-        footer_bindings_ready(self)
-        if not screen.app.app_focus:
-            return
-        if self.is_attached and screen is self.screen:
-            # once the keys have been brought up to date once: next, not after the next refresh (as
-            # Textual's footer does), so they change in the same frame as what changed them (a turn's
-            # start greys keys and adds esc) instead of a second frame that lays the whole screen out
-            # again; the first time after the first frame, which already shows the keys (compose)
-            if self._updated_once:
-                self.call_next(self._update_keys)
-            else:
-                self.call_after_refresh(self._update_keys)
+        if self.is_attached and screen is self.screen and screen.app.app_focus:
+            self._update()  # drawn in the same frame as what changed them (a turn's start greys keys)
 
-    async def _update_keys(self) -> None:
-        """Bring the keys up to date, keeping each one that shows the same as before (one update at
-        a time: each starts from the keys the one before left)."""
-        async with self._updating:
-            self._updated_once = True
-            if not self.is_attached or self.app.return_code is not None:
-                return
-            try:
-                await self._update_keys_now()
-            except MountError:  # the footer is leaving (the app quits): Textual's own recompose knows
-                await self.recompose()
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return 1
 
-    async def _update_keys_now(self) -> None:
-        wanted = list(self.compose())
-        current = list(self.children)
-        if [shown(widget) for widget in wanted] == [shown(widget) for widget in current]:
-            return
-        keep = {shown(widget, state=False): widget for widget in current}
-        if len(keep) != len(current) or any(not isinstance(widget, FooterKey) for widget in wanted):
-            await self.recompose()
-            return
-        olds = [
-            keep.get(shown(widget, state=False)) for widget in wanted
-        ]  # each wanted key's kept twin, or None
-        kept = [old for old in olds if old is not None]
-        if kept != [widget for widget in current if widget in kept]:  # the order changed: start again
-            await self.recompose()
-            return
-        with self.app.batch_update():
-            await self.remove_children([widget for widget in current if widget not in kept])
-            # the new keys in runs, each mounted at once after the kept key before it (the first
-            # footer: all of them in one mount, not one mount and one refresh per key); a kept key
-            # whose only change is being greyed out (a turn starts or ends) is updated in place
-            anchor: Widget | None = None
-            run: list[Widget] = []
-            for widget, old in [*zip(wanted, olds, strict=True), (None, None)]:
-                if widget is not None and old is None:
-                    run.append(widget)
-                    continue
-                if run:
-                    await self._mount_run(run, anchor)
-                    run = []
-                if isinstance(old, FooterKey) and isinstance(widget, FooterKey):
-                    set_enabled(old, widget)
-                anchor = old
+    def render(self) -> Text:
+        width = self.size.width
+        entries = list(self._entries)
+        others = [entry for entry in entries if not entry.palette]
+        palette = next((entry for entry in entries if entry.palette), None)
+        room = width - (palette.width + 1 if palette is not None else 0)  # the rule before it
+        if self.groups:
+            others = fitting(others, room, self.groups)
+        line = Text(no_wrap=True, overflow="crop", end="")
+        spans: list[tuple[int, int, FooterEntry]] = []
+        for entry in others:
+            if line.cell_len + entry.width > room:
+                break  # without groups, as Textual's footer does (it scrolls): the rest is off the edge
+            start = line.cell_len
+            line.append_text(self._key_text(entry))
+            spans.append((start, line.cell_len, entry))
+            line.append(" ")  # the margin after a key: the footer's own background
+        if palette is not None and width > 0:
+            gap = max(0, width - palette.width - 1 - line.cell_len)
+            line.append(" " * gap)
+            line.append(RULE, self.get_component_rich_style("keys-footer--rule"))
+            start = line.cell_len
+            line.append_text(self._key_text(palette))
+            spans.append((start, line.cell_len, palette))
+        self._spans = tuple(spans)
+        return line
 
-    async def _mount_run(self, run: list[Widget], anchor: Widget | None) -> None:
-        """Mount `run` after `anchor` (None: at the start)."""
-        if anchor is not None:
-            await self.mount(*run, after=anchor)
-        elif self.children:
-            await self.mount(*run, before=0)
+    def _key_text(self, entry: FooterEntry) -> Text:
+        """`^q Quit` in the key's styles: the key, then its description, on the item's background."""
+        item = self.get_component_rich_style("keys-footer--item")
+        if entry == self._hover:
+            item += self.get_component_rich_style("keys-footer--hover")
+        if not entry.enabled:
+            item += Style(dim=True)
+        text = Text.assemble((entry.display, self.get_component_rich_style("keys-footer--key", partial=True)))
+        if entry.description:
+            description = self.get_component_rich_style("keys-footer--description", partial=True)
+            text.append(f" {entry.description}", description)
+        text.stylize_before(item)
+        return text
+
+    def _set_hover(self, entry: FooterEntry | None) -> None:
+        if entry != self._hover:
+            self._hover = entry
+            self.tooltip = entry.tooltip if entry is not None and entry.tooltip else None
+            self.refresh()
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        self._set_hover(self.entry_at(event.x))
+
+    def on_leave(self, event: events.Leave) -> None:
+        self._set_hover(None)
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        entry = self.entry_at(event.x)
+        if entry is None:
+            return
+        if entry.enabled:
+            self.app.simulate_key(entry.key)
         else:
-            await self.mount(*run)
+            self.app.bell()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.refresh()  # another width fits other keys
