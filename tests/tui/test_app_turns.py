@@ -26,6 +26,7 @@ from tui.screens.permission import PermissionScreen
 from tui.screens.summary_review import SummaryReviewScreen
 from tui.widgets.chat_blocks import AssistantBlock, NoticeLine, UserBlock
 from tui.widgets.context_gauge import ContextGauge
+from tui.widgets.title_bar import TitleBar
 from tui.widgets.tool_block import ToolBlock
 
 
@@ -74,7 +75,7 @@ async def test_read_turn_streams_markdown_and_gauge_is_exact(tmp_path: Path) -> 
         assert gauge.figure in gauge.render().plain
         assert f"{len(agent.messages)} messages" in gauge.render().plain
         # the title bar says which model runs, and that it is the offline one
-        assert "OFFLINE" in str(app.query_one("#title-model").render())
+        assert "OFFLINE · offline model" in app.query_one(TitleBar).render().plain
     await agent.aclose()
 
 

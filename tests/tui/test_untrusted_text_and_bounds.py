@@ -26,6 +26,7 @@ from tui.screens.archive import ArchiveScreen
 from tui.screens.permission import PermissionScreen
 from tui.widgets.chat_blocks import AssistantBlock, NoticeLine, UserBlock
 from tui.widgets.context_gauge import ContextGauge
+from tui.widgets.title_bar import TitleBar
 from tui.widgets.tool_block import ToolBlock
 
 OSC_TITLE = "\x1b]2;pwned\x07"
@@ -104,7 +105,7 @@ async def test_title_bar_shows_an_escaped_workdir(tmp_path: Path) -> None:
     app = CtxApp(agent)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
-        assert "dir\\x1b]2;pwned\\x07" in plain(app.screen.query_one("#title-workdir", Static))
+        assert "dir\\x1b]2;pwned\\x07" in app.screen.query_one(TitleBar).render().plain
         assert "\x1b" not in (await screen_text(pilot, app))
     await agent.aclose()
 
@@ -254,7 +255,7 @@ async def test_offline_gauge_shows_no_api_figure_and_says_why_offline(
         await send(pilot, app, "read a.txt")
         text = app.gauge.render().plain
         assert "API" not in text
-        assert "--offline" in plain(app.screen.query_one("#title-model", Static))
+        assert "--offline" in app.screen.query_one(TitleBar).badge
         assert "no API key" not in (await screen_text(pilot, app))
     await agent.aclose()
 
