@@ -112,6 +112,13 @@ class MainScreen(Screen[None]):
         self._inspector_choice: bool | None = None
         """The user's show/hide choice for the inspector (None: follow the terminal's width)."""
         self._width_choice: int | None = None
+        self._styled_at_mount: str | None = None
+        self.mini_gauge: ContextGauge | None = None
+        """The one-line gauge, once it has been shown."""
+        self._laid_out = False
+        """`layout_for` has run (on_mount): a reactive read before it (the footer's bindings check
+        reads `stacked`) runs its watcher before the inspector's widgets exist."""
+        """The theme the screen's widgets were styled with as they mounted (None once it resumed)."""
 
     @functools.cached_property
     def steering(self) -> Steering:
@@ -153,8 +160,7 @@ class MainScreen(Screen[None]):
         with Horizontal(id="main"):
             yield ChatPane(id="chat")
             yield Inspector(front.inspector, self._agent, id="inspector")
-        yield ContextGauge(compact=True, id="mini-gauge")
-        yield KeysFooter(compact=True, groups=actions.footer_groups())
+        yield KeysFooter(groups=actions.footer_groups())
 
     @property
     def chat(self) -> ChatPane:
@@ -185,7 +191,8 @@ class MainScreen(Screen[None]):
         return self.inspector.timeline_view
 
     async def on_mount(self) -> None:
-        self.gauge.mirror = self.query_one("#mini-gauge", ContextGauge)
+        self._styled_at_mount = self.app.theme
+        self._laid_out = True
         self.layout_for(self.app.size)
         self.show_activity()
         self.set_focus(self.chat.input)
@@ -258,7 +265,7 @@ class MainScreen(Screen[None]):
 
     def watch_inspector_visible(self, shown: bool) -> None:
         self.inspector.display = shown
-        self.query_one("#mini-gauge").display = not shown or self.stacked
+        self._show_mini_gauge(not shown or self.stacked)
         if not shown and self.message_tree.has_focus:
             self.chat.input.focus()
         self.refresh_bindings()
@@ -272,8 +279,20 @@ class MainScreen(Screen[None]):
         rows to the tree (the one-line gauge stays), and f8/f9 go."""
         self.set_class(stacked, "-stacked")
         self.inspector.styles.width = None if stacked else self.inspector_width
-        self.query_one("#mini-gauge").display = stacked or not self.inspector_visible
+        self._show_mini_gauge(stacked or not self.inspector_visible)
         self.refresh_bindings()
+
+    def _show_mini_gauge(self, shown: bool) -> None:
+        """The one-line gauge under the chat (the inspector hidden, or under it): mounted the first
+        time it shows (a wide terminal's first frame does without it), then shown or hidden."""
+        mini = self.mini_gauge
+        if mini is None:
+            if not shown or not self._laid_out:  # before on_mount: its layout_for decides
+                return
+            mini = self.mini_gauge = ContextGauge(compact=True, id="mini-gauge")
+            self.gauge.attach_mirror(mini)
+            self.mount(mini, after=self.query_one("#main"))
+        mini.display = shown
 
     def watch_busy(self, busy: bool) -> None:
         """The UI's one turn flag: the chat's busy line, the title, the keys and `turn_idle` follow it."""
@@ -483,7 +502,13 @@ class MainScreen(Screen[None]):
     def on_screen_suspend(self) -> None:
         self.refresh_bindings()
 
-    def on_screen_resume(self) -> None:
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        # This handler runs before Screen's own. At the first resume, right after the mount, every
+        # widget was styled as it mounted, with the same theme: Textual's pass over the whole screen
+        # again would change nothing and costs the first frame about a fifth of its styling time.
+        if self._styled_at_mount is not None:
+            event.refresh_styles = self._styled_at_mount != self.app.theme
+            self._styled_at_mount = None
         self.refresh_bindings()
 
     def action_toggle_inspector(self) -> None:

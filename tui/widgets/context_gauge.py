@@ -444,6 +444,18 @@ class ContextGauge(Widget):
         )
         self._changed()
 
+    def attach_mirror(self, mirror: ContextGauge) -> None:
+        """Show everything this gauge shows on `mirror` too, from now on (the one-line gauge)."""
+        self.mirror = mirror
+        mirror.state = self.state
+        mirror.paused, mirror.preview_line, mirror.preview_warning = (
+            self.paused,
+            self.preview_line,
+            self.preview_warning,
+        )
+        mirror.clock = self.clock
+        mirror.set_reactive(ContextGauge.level, self.state.level)  # its classes follow at its mount
+
     def _changed(self) -> None:
         if self.mirror is not None:
             self.mirror.state = self.state
