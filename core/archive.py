@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import dataclasses
 import errno
-import hashlib
 import itertools
 import json
 import os
@@ -107,8 +106,23 @@ class ArchivedFile:
     own: bool | None = None
 
 
+def _sha256(data: bytes = b"") -> Any:
+    """A SHA-256 hash of `data` (hashlib, and OpenSSL's binding under it, ~1 ms to import: loaded at
+    the first write or read of the archive, not at the app's start)."""
+    import hashlib
+
+    return hashlib.sha256(data)
+
+
+def _file_sha256(handle: Any) -> str:
+    """The SHA-256 hex digest of an open binary file, read from where it is to its end."""
+    import hashlib
+
+    return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
 def _digest(text: str, length: int = 10) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:length]
+    return _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:length]
 
 
 def safe_name(tool_use_id: str) -> str:
@@ -200,7 +214,7 @@ class Archive:
             for tool_use_id, text in items:
                 base = safe_name(tool_use_id or "unknown")
                 data = text.encode("utf-8", "surrogatepass")
-                digest = hashlib.sha256(data).hexdigest()  # the collision name and the manifest share it
+                digest = _sha256(data).hexdigest()  # the collision name and the manifest share it
                 for name in (f"{base}.txt", f"{base}-{digest[:10]}.txt"):
                     if self._store_new_at(dir_fd, name, data, digest):
                         stored.append((folder / name, digest, tool_use_id, len(data)))
@@ -442,7 +456,7 @@ class Archive:
             data = handle.read(max_bytes + 1)
         if len(data) > max_bytes:
             raise ArchiveError(f"{found.path} grew past {max_bytes:,} bytes while it was read")
-        ids = self._manifest.ids_for(found.absolute, hashlib.sha256(data).hexdigest(), len(data))
+        ids = self._manifest.ids_for(found.absolute, _sha256(data).hexdigest(), len(data))
         if ids is None:
             raise ArchiveError(
                 f"refusing to restore {found.path}: the archive's manifest does not vouch for it "
@@ -597,7 +611,7 @@ class _Manifest:
             if cached is not None and cached[0] == key:
                 return cached[1]
             with open(absolute, "rb") as handle:
-                digest = hashlib.file_digest(handle, "sha256").hexdigest()
+                digest = _file_sha256(handle)
         except OSError:
             return None
         self._verified[absolute] = (key, digest)
@@ -655,7 +669,7 @@ def _write_jsonl(
 ) -> tuple[str, tuple[int, ...]]:
     """Write `messages` as JSONL to the new file `temp` (0600); returns its SHA-256 and the line lengths.
     `kept`, when given, gets every line as written (for the archive's watchers)."""
-    digest = hashlib.sha256()
+    digest = _sha256()
     sizes: list[int] = []
     with open(temp, "xb", opener=private_opener) as handle:
         for start in range(0, len(messages), _WRITE_BATCH):
@@ -747,4 +761,4 @@ def _place_at(dir_fd: int, temp: str, name: str, digest: str) -> bool:
             return False  # a link in its place is someone else's: the next name is tried
         raise
     with open(handle, "rb") as existing:
-        return hashlib.file_digest(existing, "sha256").hexdigest() == digest
+        return _file_sha256(existing) == digest

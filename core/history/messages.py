@@ -7,7 +7,6 @@ keep per-message figures that follow its changes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import operator
 from collections.abc import Sequence
@@ -148,6 +147,8 @@ def user_pin_key(message: Any) -> str | None:
     """
     if not persons_words(message):
         return None
+    import hashlib  # OpenSSL's binding, ~1 ms: at the first pin, not at the app's start
+
     canonical = json.dumps(message["content"], ensure_ascii=False, sort_keys=True, default=str)
     return USER_PIN_PREFIX + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
