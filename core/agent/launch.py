@@ -1,12 +1,12 @@
 """Launch: an agent still to be built, and what a first frame shows of it before it exists.
 
 Building an `Agent` imports the whole core (the pipeline, the tools, the sessions, the model):
-most of the time a terminal app spends before its first frame. A `Launch` is the settings and the
-archive only; the app draws its first frame from them (the workdir, the model's label, the limit,
-an empty history) and then `build`s the agent, importing its modules in a thread so the event loop
-keeps answering keys meanwhile. The agent gets this archive, so what the first frame's views hold
-is the agent's own. Only a fresh session starts this way: a resumed one is built first (its first
-frame shows the replayed history).
+most of the time a terminal app spends before its first frame. A `Launch` is the settings only; the
+app draws its first frame from them (the workdir, the model's label, the limit, an empty history)
+and then `build`s the agent, importing its modules in a thread so the event loop keeps answering
+keys meanwhile. The archive comes with the agent (an empty history has nothing in it to open), so
+its module is not loaded before the first frame either. Only a fresh session starts this way: a
+resumed one is built first (its first frame shows the replayed history).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.archive import Archive
 from core.config import Settings
 
 if TYPE_CHECKING:
@@ -34,16 +33,14 @@ def model_label(settings: Settings) -> str:
 
 @dataclass(frozen=True)
 class Launch:
-    """The settings an agent is built from, and the archive it will use."""
+    """The settings an agent is built from."""
 
     settings: Settings
-    archive: Archive
 
     @classmethod
     def of(cls, settings: Settings) -> Launch:
         """A launch of `settings` (the workdir resolved, as `Agent.from_settings` resolves it)."""
-        settings = dataclasses.replace(settings, workdir=settings.workdir.resolve())
-        return cls(settings, Archive(settings.workdir))
+        return cls(dataclasses.replace(settings, workdir=settings.workdir.resolve()))
 
     @property
     def workdir(self) -> Path:
@@ -60,5 +57,5 @@ class Launch:
     async def build(self) -> Agent:
         """The agent: its modules imported in a worker thread, then built here (as `Agent.from_settings`)."""
         module = await asyncio.to_thread(importlib.import_module, "core.agent.agent")
-        agent: Agent = module.Agent.from_settings(self.settings, archive=self.archive)
+        agent: Agent = module.Agent.from_settings(self.settings)
         return agent

@@ -41,9 +41,10 @@ from tui.widgets.chat_blocks import AssistantBlock, NoticeLine, UserBlock
 ROOT = Path(__file__).resolve().parents[2]
 REPLAY_NOTICE = "the chat shows the conversation"
 HEAVY = ("anthropic", "tiktoken", "markdown_it", "pydantic", "textual.widgets._markdown", "tui.widgets.assistant_block",
-         "core.agent.agent", "core.compaction.pipeline", "core.tools.toolbox")
-"""Not imported before the first frame: the SDK, the tokenizer, Markdown, the agent and its pipeline
-and tools (built after it)."""
+         "core.agent.agent", "core.compaction.pipeline", "core.tools.toolbox", "core.archive", "hashlib",
+         "tui.cli.proxy", "core.engines", "core.history.categories")
+"""Not imported before the first frame: the SDK, the tokenizer, Markdown, the agent and its pipeline,
+tools and archive (built after it), hashlib, the sub-commands' modules and the breakdown's counting."""
 
 DRIVER = r"""
 import asyncio, gc, html, json, re, sys, time
@@ -332,7 +333,9 @@ async def test_before_the_agent_is_built_the_screen_is_whole_and_a_message_waits
         assert "compact" in {action for _, _, action in app.palette_commands()}
         assert [block.text for block in app.chat.transcript.query(UserBlock)] == ["read a.txt"]
         assert [message["role"] for message in app.agent.messages][:1] == ["user"]
-        assert app.agent.archive is main.front.inspector.archive  # the tree resolves through the agent's own
+        assert main.front.inspector.archive is None  # the first frame had no archive (an empty history)
+        # once built, the tree resolves through the agent's own archive and the opener opens from it
+        assert app.message_tree.archive is app.agent.archive is main.inspector.opener.archive
         await app.action_quit()
     assert app.built_agent is not None and app.built_agent.session is not None
     assert app.built_agent.session.path.is_file()  # flushed when the app ended

@@ -44,7 +44,7 @@ def front_of(agent: Agent | Launch) -> Front:
     if isinstance(agent, Launch):
         settings = agent.settings
         start = InspectorStart(
-            archive=agent.archive,
+            archive=None,  # it comes with the agent (Inspector.set_archive)
             messages=[],
             chars=estimate_chars([]),
             limit=settings.compaction.context_char_limit,

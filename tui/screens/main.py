@@ -229,6 +229,7 @@ class MainScreen(Screen[None]):
             return False
         self._agent = agent
         self.inspector.attach(agent, request_extra(agent.view.system_prompt, agent.view.tools))
+        self.inspector.set_archive(agent.archive)
         self.agent_ready.set()
         self.agent_settled.set()
         self.refresh_bindings()

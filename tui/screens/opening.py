@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from textual.widget import Widget
 
-from core.archive import Archive, ArchivedFile, ArchiveError
 from core.text import visible
 from tui.format import plural, transcript_text
-from tui.widgets.message_tree import NodeInfo
+
+if TYPE_CHECKING:  # the archive's module loads with the agent, after the first frame
+    from core.archive import Archive, ArchivedFile
+    from tui.widgets.node_labels import NodeInfo
 
 SUMMARY_STEPS = ("compact_history", "reactive_compact")
 
@@ -35,19 +38,27 @@ class ArchiveOpener:
     def __init__(
         self,
         host: Widget,
-        archive: Archive,
+        archive: Archive | None,
         restore: Callable[[str], None],
         summary_of: Callable[[str], str | None],
     ) -> None:
         self.host = host
         self.archive = archive
+        """None until the agent is built (`Inspector.set_archive`): nothing opens before."""
         self.restore = restore
         """Ask for an archived tool result to be put back in context (the viewer's restore key)."""
         self.summary_of = summary_of
         """The summary now in context that replaced a transcript, or None."""
 
+    def _resolve(self, path: str) -> ArchivedFile | None:
+        """The archived file `path` names, if the archive vouches for it (never before it exists)."""
+        return self.archive.resolve(path) if self.archive is not None else None
+
     def show_list(self) -> None:
         """The archive list; the file chosen opens in a viewer, and closing it comes back to the list."""
+        if self.archive is None:
+            self.host.notify("the archive opens once the agent has started", severity="warning", markup=False)
+            return
 
         async def chosen(archived: ArchivedFile | None) -> None:
             if archived is not None:
@@ -67,7 +78,7 @@ class ArchiveOpener:
         """A marker node chosen in the tree: its archived file (or transcript), if the archive vouches for it."""
         marker = info.marker
         assert marker is not None
-        archived = self.archive.resolve(marker.path)
+        archived = self._resolve(marker.path)
         if archived is None:
             self._not_archived(marker.path)
             return
@@ -85,10 +96,12 @@ class ArchiveOpener:
     ) -> None:
         """Push an ArchiveScreen for a trusted archive file (a transcript is rendered readably);
         `then` runs when the viewer closes."""
+        from core.archive import ArchiveError
         from tui.screens.archive import ArchiveScreen  # not needed before the first frame
 
         try:
             if archived.kind == "transcript":
+                assert self.archive is not None  # `archived` came from it
                 messages = await self.archive.read_transcript(archived.path)
                 text = await asyncio.to_thread(transcript_text, messages)
                 head = f"{plural(len(messages), 'message')} in this transcript.\n"
@@ -123,7 +136,7 @@ class ArchiveOpener:
         line, so the hit's line is the message), if the archive vouches for the path."""
         from tui.screens.archive import ArchiveScreen  # not needed before the first frame
 
-        archived = self.archive.resolve(path)
+        archived = self._resolve(path)
         if archived is None:
             self._not_archived(path)
             return
@@ -149,7 +162,7 @@ class ArchiveOpener:
 
     async def open_step_file(self, step: str, path: str) -> None:
         """A file a compaction step wrote (chosen in the log); a summary step's transcript with its summary."""
-        archived = self.archive.resolve(path)
+        archived = self._resolve(path)
         if archived is None:
             self._not_archived(path)
             return

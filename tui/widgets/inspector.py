@@ -85,7 +85,8 @@ class ContextSource(Protocol):
 class InspectorStart:
     """What the inspector shows before the first event: the history and the calls as they are."""
 
-    archive: Archive
+    archive: Archive | None
+    """None before the agent is built (a launch: the archive comes with the agent, `set_archive`)."""
     messages: Sequence[Message_]
     chars: int
     limit: int
@@ -289,6 +290,12 @@ class Inspector(Vertical):
     def set_notes(self, notes: Sequence[str], limit: int) -> None:
         """The notes as they are (at the start, after a resume or a new session)."""
         self.notes_line.set_notes(notes, limit)
+
+    def set_archive(self, archive: Archive) -> None:
+        """The archive the tree resolves markers through and the opener opens from (the agent's,
+        once built: the first frame of a fresh session shows an empty history without it)."""
+        self.opener.archive = archive
+        self.message_tree.use_archive(archive)
 
     def set_searcher(self, searcher: Searcher) -> None:
         """What answers the search view (the agent, once built)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -33,7 +33,6 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 from textual.worker import Worker
 
-from core.archive import Archive, ArchivedFile
 from core.history import estimate_chars
 from core.history.messages import (
     USER_PIN_PREFIX,
@@ -47,6 +46,9 @@ from tui.actions import tree_bindings
 from tui.format import count
 from tui.textual_private import AppendableTree
 from tui.widgets.node_labels import NodeInfo, NodeLabels, has_blocks
+
+if TYPE_CHECKING:  # the archive's module loads with the agent, after the first frame
+    from core.archive import Archive, ArchivedFile
 
 CHUNK = 500
 
@@ -102,7 +104,7 @@ class MessageTree(AppendableTree[NodeInfo], Tree[NodeInfo]):
 
     def __init__(
         self,
-        archive: Archive,
+        archive: Archive | None,
         messages: Sequence[dict[str, Any]] = (),
         *,
         chars: int | None = None,
@@ -248,7 +250,14 @@ class MessageTree(AppendableTree[NodeInfo], Tree[NodeInfo]):
         self._styles = {}
         super().notify_style_update()
 
+    def use_archive(self, archive: Archive) -> None:
+        """Resolve markers through `archive` from now on (the agent's, once built)."""
+        self.archive = archive
+        self._resolved.clear()
+
     def resolve(self, path: str) -> ArchivedFile | None:
+        if self.archive is None:
+            return None  # before the agent (and its archive) exists: nothing is vouched for
         if path not in self._resolved:
             self._resolved[path] = self.archive.resolve(path)
         return self._resolved[path]

@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.style import Style
 from rich.text import Text
 
-from core.archive import ArchivedFile
 from core.client_markers import ClientMarker, block_marker, client_marker
 from core.history.messages import USER_PIN_PREFIX, result_text, tool_result_ids, user_pin_key
 from core.history.sizes import message_chars
@@ -25,6 +24,9 @@ from core.markers import Marker, is_notes_message, parse_marker
 from core.text import visible
 from core.values.markers import MARKER_KINDS
 from tui.format import count, display_line, plural, size_bytes, tool_input_summary
+
+if TYPE_CHECKING:  # the archive's module loads with the agent, after the first frame
+    from core.archive import ArchivedFile
 
 
 @dataclass
