@@ -34,7 +34,6 @@ from tui.history_model import HistoryModel
 from tui.screens.opening import ArchiveOpener
 from tui.widgets.context_gauge import ContextGauge
 from tui.widgets.message_tree import MessageTree
-from tui.widgets.notes_line import NotesLine
 
 if TYPE_CHECKING:  # the views the first frame does not show, and the core's events, load after it
     from core.archive import Archive
@@ -56,6 +55,7 @@ if TYPE_CHECKING:  # the views the first frame does not show, and the core's eve
     from tui.widgets.compaction_log import CompactionLog
     from tui.widgets.dropped_view import DroppedView
     from tui.widgets.facts_view import FactsView
+    from tui.widgets.notes_line import NotesLine
     from tui.widgets.search_view import Searcher, SearchView
     from tui.widgets.timeline import TimelineView
 
@@ -144,12 +144,12 @@ class Inspector(Vertical):
         self.preview: NextCallPreview | None = None
         self._warn_recompaction = False
         self.opener = ArchiveOpener(self, start.archive, self._request_restore, self.summary_of)
+        self._notes_line: NotesLine | None = None
         self._views_mounted: AwaitMount | None = None
         """The mount of the views the first frame does not show (None until it starts)."""
 
     def compose(self) -> ComposeResult:
-        yield ContextGauge(id="gauge")
-        yield NotesLine(id="notes")
+        yield ContextGauge(id="gauge")  # the notes line goes under it once there are notes (`notes_line`)
         with ContentSwitcher(initial="tree", id="views"):
             yield MessageTree(self.start.archive, self.start.messages, chars=self.start.chars, id="tree")
             yield from self.extra_views
@@ -192,7 +192,7 @@ class Inspector(Vertical):
             ]
         for view in views:
             view.display = False
-        self.mount(CompactionLog(id="steps"))  # under the views; hidden until a step runs (app.tcss)
+        self.mount(CompactionLog(id="steps"))  # under the views; hidden until a step runs (its DEFAULT_CSS)
         self._views_mounted = self.views.mount(*views)
         self.breakdown_view.border_title = "Breakdown · f2 → timeline"
         after_timeline = self.view_names[(self.view_names.index("timeline") + 1) % len(self.view_names)]
@@ -260,7 +260,14 @@ class Inspector(Vertical):
 
     @property
     def notes_line(self) -> NotesLine:
-        return self.query_one("#notes", NotesLine)
+        """The line of the model's notes under the gauge, mounted the first time it is asked for (the
+        first frame, and a session without notes, do without it)."""
+        if self._notes_line is None:
+            from tui.widgets import notes_line
+
+            self._notes_line = notes_line.NotesLine(id="notes")
+            self.mount(self._notes_line, after=self.gauge)
+        return self._notes_line
 
     @property
     def steps(self) -> CompactionLog:
@@ -285,11 +292,15 @@ class Inspector(Vertical):
 
     def notes_changed(self, event: NotesChanged) -> None:
         """The note tool changed the model's notes: the line under the gauge says so."""
-        self.notes_line.set_notes(event.notes, event.limit)
+        self._show_notes(event.notes, event.limit)
 
     def set_notes(self, notes: Sequence[str], limit: int) -> None:
         """The notes as they are (at the start, after a resume or a new session)."""
-        self.notes_line.set_notes(notes, limit)
+        self._show_notes(notes, limit)
+
+    def _show_notes(self, notes: Sequence[str], limit: int) -> None:
+        if notes or self._notes_line is not None:  # no line to mount while there are no notes
+            self.notes_line.set_notes(notes, limit)
 
     def set_archive(self, archive: Archive) -> None:
         """The archive the tree resolves markers through and the opener opens from (the agent's,
