@@ -13,7 +13,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -25,7 +25,9 @@ from tui.format import count, display_line, plural, short_count
 from tui.widgets.cache_clock import cache_clock_line, timing_line
 
 if TYPE_CHECKING:
-    from textual.geometry import Size
+    from typing import Self
+
+    from textual.geometry import Region, Size
 
     from core.events import CompactionStep, ContextMeasured
     from core.usage.prices import Window
@@ -305,6 +307,11 @@ class ContextGauge(Widget):
         self.compact = compact
         self._measuring = 0
         """The width Textual measures the height at, while it does (0 otherwise)."""
+        self._drawn: tuple[tuple[object, ...], Text] | None = None
+        """The last render and what it was drawn from (`_drawn_from`): Textual renders the gauge once
+        to measure its height and again to paint it; the second is this one."""
+        self._version = 0
+        """Bumped by every change of its state (`_changed`), its styles and every `refresh`."""
         # the classes its first styles need, set before it is mounted (no restyle pass of their own)
         self.set_class(compact, "-compact", update=False)
         self.add_class("-ok", update=False)  # the level it starts at (`level`'s default)
@@ -457,6 +464,7 @@ class ContextGauge(Widget):
         mirror.set_reactive(ContextGauge.level, self.state.level)  # its classes follow at its mount
 
     def _changed(self) -> None:
+        self._version += 1
         if self.mirror is not None:
             self.mirror.state = self.state
             self.mirror._changed()
@@ -495,6 +503,7 @@ class ContextGauge(Widget):
 
     def notify_style_update(self) -> None:
         self._style_cache = None
+        self._version += 1
         super().notify_style_update()
 
     def _styles(self) -> dict[str, Style]:
@@ -518,9 +527,30 @@ class ContextGauge(Widget):
         }
         return self._style_cache
 
+    def refresh(self, *regions: Region, **kwargs: Any) -> Self:
+        self._version += 1
+        return super().refresh(*regions, **kwargs)
+
+    def _drawn_from(self, width: int) -> tuple[object, ...]:
+        """Everything a render reads besides the state (whose every change bumps `_version`)."""
+        return (
+            width,
+            self._version,
+            int(self.clock()),  # the cache's clock counts down in seconds
+            self.paused,
+            self.preview_line,
+            self.preview_warning,
+            self.dense,
+            self.compact,
+        )
+
     def render(self) -> Text:
         width = self._measuring or self.content_region.width or self.size.width
-        return self._line(width) if self.compact else Text("\n").join(self._lines(width))
+        key = self._drawn_from(width)
+        if self._drawn is None or self._drawn[0] != key:
+            text = self._line(width) if self.compact else Text("\n").join(self._lines(width))
+            self._drawn = (key, text)
+        return self._drawn[1].copy()
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """Textual renders the gauge to measure its height while it lays the screen out: `render`
