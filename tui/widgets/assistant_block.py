@@ -40,6 +40,8 @@ class AssistantBlock(RepaintGainedRows, Markdown):
         padding: 0 1 0 2;
         background: transparent;
         &.-cancelled { opacity: 70%; }
+        &.welcome { color: $text-muted; border-left: outer $panel-lighten-2; }
+        &.help { border-left: outer $accent; background: $accent 5%; }
         MarkdownHorizontalRule { max-height: 2; }
     }
     """

@@ -82,6 +82,10 @@ class BreakdownView(Widget):
     BreakdownView {
         height: auto;
         padding: 0 1;
+        border-top: solid $panel-lighten-2;
+        border-title-color: $text-primary;
+        border-title-style: bold;
+        &:focus-within { border-top: thick $accent; border-title-color: $text-accent; }
         & > #breakdown-bar { height: 1; }
         & > #breakdown-table {
             height: auto; max-height: 24; border: none; background: transparent; padding: 0;

@@ -36,12 +36,17 @@ class CompactionLog(OptionList):
         max-height: 30%;
         background: transparent;
         border: none;
+        border-top: solid $panel-lighten-2;
+        border-title-color: $text-primary;
+        border-title-style: bold;
         padding: 0 1;
         text-wrap: nowrap;
         text-overflow: ellipsis;
         display: none;
         &.-has-steps { display: block; }
+        &:focus { border-top: thick $accent; border-title-color: $text-accent; }
     }
+    Inspector.-short CompactionLog.-has-steps { display: none; }
     """
 
     @dataclass

@@ -67,6 +67,10 @@ class TimelineView(Widget, can_focus=True):
         height: auto;
         min-height: 14;
         padding: 0 1;
+        border-top: solid $panel-lighten-2;
+        border-title-color: $text-primary;
+        border-title-style: bold;
+        &:focus-within { border-top: thick $accent; border-title-color: $text-accent; }
     }
     """
 
