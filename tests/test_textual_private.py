@@ -456,6 +456,40 @@ async def test_a_label_set_quietly_is_drawn_at_the_next_refresh() -> None:
         assert "new label" in tree.render_line(0).text
 
 
+async def test_a_frame_draws_every_line_as_tree_draws_it_reading_the_style_once() -> None:
+    tree = Appendable("root")
+    tree.show_root = False
+    tree.styles.background = "darkblue"
+    async with Host(tree).run_test(size=(40, 12)) as pilot:
+        for number in range(20):
+            tree.add_at(number, Text(f"node {number}"), number, allow_expand=number == 3)
+        tree.root.children[3].add_leaf("inside", 30)
+        tree.root.children[3].expand()
+        await pilot.pause()
+        tree.move_cursor_to_line(2)
+        tree.scroll_to(y=4, animate=False, immediate=True)
+        await pilot.pause()
+        reads = 0
+        style = type(tree).rich_style
+
+        class Counted(Appendable):
+            @property
+            def rich_style(self) -> Any:
+                nonlocal reads
+                reads += 1
+                return style.fget(self)  # type: ignore[attr-defined]
+
+        tree.__class__ = Counted
+        drawn = tree.render_lines(Region(0, 0, tree.size.width, tree.size.height))
+        assert reads == 1  # once for the frame (Tree reads it once a line)
+        tree.__class__ = Appendable
+        assert tree.scroll_offset.y == 4  # a scrolled frame
+        expected = [Tree.render_line(tree, y) for y in range(tree.size.height)]  # Tree's own
+        assert [strip.text for strip in drawn] == [strip.text for strip in expected]
+        assert [list(strip) for strip in drawn] == [list(strip) for strip in expected]
+        assert tree.render_line(0).text == expected[0].text  # outside a frame: read then
+
+
 # --- the versions ------------------------------------------------------------------------------------------
 
 

@@ -30,10 +30,12 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 if TYPE_CHECKING:
     from asyncio.subprocess import Process
 
+    from rich.style import Style
     from rich.text import Text
     from textual.driver import Driver
     from textual.geometry import Region, Size
     from textual.screen import Screen
+    from textual.strip import Strip
     from textual.widget import Widget
     from textual.widgets import Tree
     from textual.widgets._tree import _TreeLine
@@ -86,6 +88,13 @@ PRIVATE_USES: tuple[PrivateUse, ...] = (
     PrivateUse("textual.widgets._tree", "_TreeLine", "class", "path, last", "AppendableTree"),
     PrivateUse("textual.widgets._tree:Tree", "_invalidate", "override", "self", "AppendableTree"),
     PrivateUse("textual.widgets._tree:Tree", "_build", "override", "self", "AppendableTree"),
+    PrivateUse(
+        "textual.widgets._tree:Tree",
+        "_render_line",
+        "method",
+        "self, y, x1, x2, base_style",
+        "AppendableTree",
+    ),
     PrivateUse("textual.widgets._tree:Tree", "_tree_lines", "property", "list", "tree_line_paths"),
     PrivateUse("textual.widgets._tree:Tree", "_tree_lines_cached", "attribute", "list", "AppendableTree"),
     PrivateUse(
@@ -284,14 +293,17 @@ class AppendableTree(_TreeHook[TreeData]):
       looks its node up in the parent's children and invalidates the tree, once per node);
     - `set_label_quietly(node, label)`: a label set without the refresh `TreeNode.set_label` schedules
       per node (each one walks the visible lines): relabelling thousands of nodes, the caller refreshes
-      once.
+      once;
+    - `render_line` reads the widget's style once a frame (`render_lines`), not once a line: Tree's
+      reads `rich_style`, which walks every ancestor's styles (~30 µs), for each line of each repaint.
 
     Relies on: `Tree._invalidate()` (called by every change of the nodes: clears `_tree_lines_cached`,
     bumps `Tree._updates`, refreshes with layout), `Tree._build()` (called when `_tree_lines_cached` is
     None: one `_TreeLine(path, last)` per visible node, setting each `TreeNode._line`, then the virtual
     size), `TreeNode._children` (the list behind `children`), `TreeNode._remove_children()`,
     `Tree._tree_nodes` (id to node), `TreeNode._label` and `_updates` (a line's cache key holds
-    `Tree._updates` and the `_updates` of each node of its path). With the root hidden, a root child's
+    `Tree._updates` and the `_updates` of each node of its path), `Tree._render_line(y, x1, x2,
+    base_style)` (what `Tree.render_line` calls with the scroll offsets and `rich_style`). With the root hidden, a root child's
     lines depend on nothing after it, so lines built before an append stay right.
     """
 
@@ -301,6 +313,20 @@ class AppendableTree(_TreeHook[TreeData]):
     """The lines built before the first append since the last build, and the first appended child."""
     _full_build = False
     """Something other than an append changed since the last build: Tree's own build."""
+    _frame_style: Style | None = None
+    """The widget's style while `render_lines` runs (None otherwise)."""
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._frame_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_style = None
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        style = self._frame_style if self._frame_style is not None else self.rich_style
+        return self._render_line(y + scroll_y, scroll_x, scroll_x + self.size.width, style)
 
     def add_at(self, index: int, label: Text, data: TreeData, *, allow_expand: bool) -> TreeNode[TreeData]:
         """`root.add(label, data, before=index, allow_expand=...)` (a leaf without `allow_expand`);
