@@ -322,8 +322,7 @@ PARTS: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
     "gauge": [("tui.widgets.context_gauge", "ContextGauge",
                ("history_changed", "measured", "counted", "sampled", "flush", "render_lines"))],
     "footer": [
-        ("tui.widgets.keys_footer", "KeysFooter", ("bindings_changed", "_update_keys", "render_lines")),
-        ("textual.widgets._footer", "FooterKey", ("render_lines",)),
+        ("tui.widgets.keys_footer", "KeysFooter", ("bindings_changed", "render_lines")),
     ],
     "title bar and busy line": [
         ("tui.widgets.title_bar", "TitleBar", ("set_state", "render_lines")),
