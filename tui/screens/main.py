@@ -113,12 +113,10 @@ class MainScreen(Screen[None]):
         """The user's show/hide choice for the inspector (None: follow the terminal's width)."""
         self._width_choice: int | None = None
         self._styled_at_mount: str | None = None
-        self.mini_gauge: ContextGauge | None = None
-        """The one-line gauge, once it has been shown."""
+        """The theme the screen's widgets were styled with as they mounted (None once it resumed)."""
         self._laid_out = False
         """`layout_for` has run (on_mount): a reactive read before it (the footer's bindings check
         reads `stacked`) runs its watcher before the inspector's widgets exist."""
-        """The theme the screen's widgets were styled with as they mounted (None once it resumed)."""
 
     @functools.cached_property
     def steering(self) -> Steering:
@@ -286,11 +284,13 @@ class MainScreen(Screen[None]):
     def _show_mini_gauge(self, shown: bool) -> None:
         """The one-line gauge under the chat (the inspector hidden, or under it): mounted the first
         time it shows (a wide terminal's first frame does without it), then shown or hidden."""
-        mini = self.mini_gauge
+        if not self._laid_out:  # before on_mount: its layout_for decides
+            return
+        mini = self.gauge.mirror
         if mini is None:
-            if not shown or not self._laid_out:  # before on_mount: its layout_for decides
+            if not shown:
                 return
-            mini = self.mini_gauge = ContextGauge(compact=True, id="mini-gauge")
+            mini = ContextGauge(compact=True, id="mini-gauge")
             self.gauge.attach_mirror(mini)
             self.mount(mini, after=self.query_one("#main"))
         mini.display = shown
