@@ -73,9 +73,9 @@ class ArchiveScreen(ModalScreen[None]):
     ) -> None:
         super().__init__()
         self.restore = restore
+        """Put the archived result at `path` back in context (only for archived tool results)."""
         self.line = line
         """The line (1-based) to show and highlight when the viewer opens (a search hit's), or None."""
-        """Put the archived result at `path` back in context (only for archived tool results)."""
         self.title_text = title
         self.source: LineSource = source if source is not None else TextLines(text)
         self.path = path
