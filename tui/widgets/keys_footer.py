@@ -28,7 +28,7 @@ from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.geometry import Region, Size
+from textual.geometry import Region
 from textual.screen import Screen
 from textual.widget import Widget
 
@@ -189,9 +189,6 @@ class KeysFooter(Widget, can_focus=False):
         if self.is_attached and screen is self.screen and screen.app.app_focus:
             self._update()  # drawn in the same frame as what changed them (a turn's start greys keys)
 
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return 1
-
     def render(self) -> Text:
         width = self.size.width
         entries = list(self._entries)
@@ -253,6 +250,3 @@ class KeysFooter(Widget, can_focus=False):
             self.app.simulate_key(entry.key)
         else:
             self.app.bell()
-
-    def on_resize(self, event: events.Resize) -> None:
-        self.refresh()  # another width fits other keys

@@ -14,7 +14,6 @@ from typing import ClassVar
 
 from rich.cells import cell_len, set_cell_size
 from rich.text import Text
-from textual.geometry import Size
 from textual.widget import Widget
 
 from core.text import visible
@@ -65,9 +64,6 @@ class TitleBar(Widget):
         if (text, busy) != (self.state, self.busy):
             self.state, self.busy = text, busy
             self.refresh()
-
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return 1
 
     def render(self) -> Text:
         style = self.get_component_rich_style
